@@ -1,0 +1,136 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// The floor each benchmark is compared with: the same atomic work as plain
+// go-redis script calls, with a fixed token and no library around them.
+var (
+	rawObtain  = redis.NewScript(`return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`)
+	rawRelease = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+	rawRefresh = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
+	rawTTL     = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PTTL", KEYS[1]) end return 0`)
+)
+
+const rawToken = "0123456789abcdefghijkl"
+
+// Run with: go test -run '^$' -bench . -benchmem
+func BenchmarkObtainRelease(b *testing.B) {
+	rdb := redistest.Standalone(b)
+	ctx := context.Background()
+	b.Run("redislock", func(b *testing.B) {
+		key := redistest.Key(b, "lock")
+		locker := redislock.New(rdb)
+		for b.Loop() {
+			lock, err := locker.Obtain(ctx, key, time.Minute, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := lock.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("raw-go-redis", func(b *testing.B) {
+		keys := []string{redistest.Key(b, "lock")}
+		for b.Loop() {
+			if err := rawObtain.Run(ctx, rdb, keys, rawToken, 60000).Err(); err != nil {
+				b.Fatal(err)
+			}
+			if n, err := rawRelease.Run(ctx, rdb, keys, rawToken).Int64(); err != nil || n != 1 {
+				b.Fatal(n, err)
+			}
+		}
+	})
+}
+
+func BenchmarkObtainHeld(b *testing.B) {
+	rdb := redistest.Standalone(b)
+	ctx := context.Background()
+	key := redistest.Key(b, "held")
+	held, err := redislock.Obtain(ctx, rdb, key, time.Hour, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer held.Release(ctx)
+	b.Run("redislock", func(b *testing.B) {
+		locker := redislock.New(rdb)
+		for b.Loop() {
+			if _, err := locker.Obtain(ctx, key, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("raw-go-redis", func(b *testing.B) {
+		keys := []string{key}
+		for b.Loop() {
+			if err := rawObtain.Run(ctx, rdb, keys, rawToken, 60000).Err(); !errors.Is(err, redis.Nil) {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkRefresh(b *testing.B) {
+	rdb := redistest.Standalone(b)
+	ctx := context.Background()
+	b.Run("redislock", func(b *testing.B) {
+		lock, err := redislock.Obtain(ctx, rdb, redistest.Key(b, "lock"), time.Minute, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer lock.Release(ctx)
+		for b.Loop() {
+			if err := lock.Refresh(ctx, time.Minute, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("raw-go-redis", func(b *testing.B) {
+		keys := []string{redistest.Key(b, "lock")}
+		if err := rawObtain.Run(ctx, rdb, keys, rawToken, 60000).Err(); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if n, err := rawRefresh.Run(ctx, rdb, keys, rawToken, 60000).Int64(); err != nil || n != 1 {
+				b.Fatal(n, err)
+			}
+		}
+	})
+}
+
+func BenchmarkTTL(b *testing.B) {
+	rdb := redistest.Standalone(b)
+	ctx := context.Background()
+	b.Run("redislock", func(b *testing.B) {
+		lock, err := redislock.Obtain(ctx, rdb, redistest.Key(b, "lock"), time.Minute, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer lock.Release(ctx)
+		for b.Loop() {
+			if ttl, err := lock.TTL(ctx); err != nil || ttl <= 0 {
+				b.Fatal(ttl, err)
+			}
+		}
+	})
+	b.Run("raw-go-redis", func(b *testing.B) {
+		keys := []string{redistest.Key(b, "lock")}
+		if err := rawObtain.Run(ctx, rdb, keys, rawToken, 60000).Err(); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if ms, err := rawTTL.Run(ctx, rdb, keys, rawToken).Int64(); err != nil || ms <= 0 {
+				b.Fatal(ms, err)
+			}
+		}
+	})
+}

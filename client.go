@@ -1,0 +1,130 @@
+package redislock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisClient is the part of a go-redis client that redislock uses: running
+// Lua scripts. *redis.Client, *redis.ClusterClient, *redis.Ring, the client
+// of redis.NewFailoverClient and every redis.UniversalClient satisfy it.
+type RedisClient interface {
+	redis.Scripter
+}
+
+// Client obtains locks through one Redis client. It holds no other state, so
+// it is safe for concurrent use and cheap to create.
+type Client struct {
+	client  RedisClient
+	cluster bool
+}
+
+// New returns a Client that runs its scripts through client. When client is
+// a *redis.ClusterClient, multi-key locks and fence keys are checked for a
+// common hash slot before anything is sent. A nil client makes every call
+// return [ErrNilClient].
+func New(client RedisClient) *Client {
+	_, cluster := client.(*redis.ClusterClient)
+	return &Client{client: client, cluster: cluster}
+}
+
+// Obtain is a shortcut for New(client).Obtain(ctx, key, ttl, opt).
+func Obtain(ctx context.Context, client RedisClient, key string, ttl time.Duration, opt *Options) (*Lock, error) {
+	return New(client).Obtain(ctx, key, ttl, opt)
+}
+
+// ObtainMulti is a shortcut for New(client).ObtainMulti(ctx, keys, ttl, opt).
+func ObtainMulti(ctx context.Context, client RedisClient, keys []string, ttl time.Duration, opt *Options) (*Lock, error) {
+	return New(client).ObtainMulti(ctx, keys, ttl, opt)
+}
+
+// Obtain takes the lock on key for ttl. It is ObtainMulti with one key; see
+// there for the errors and the waiting.
+func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opt *Options) (*Lock, error) {
+	return c.ObtainMulti(ctx, []string{key}, ttl, opt)
+}
+
+// ObtainMulti takes the lock on every key, or on none, for ttl (at least one
+// millisecond; Redis counts whole milliseconds). Each attempt is one Lua
+// script, one round trip. A key already held with the same token (an
+// explicit [Options.Token]) counts as free: the obtain is re-entrant and
+// resets the TTL and metadata.
+//
+// When some key is held by another token, ObtainMulti follows
+// opt.RetryStrategy (default [NoRetry]), blocking the calling goroutine
+// between attempts. Waiting ends at the context's deadline or, when the
+// context has none, ttl after the call began. Transient Redis errors (lost
+// connections, LOADING, READONLY during a failover, …) are retried the same
+// way; any other error ends the call at once.
+//
+// Errors:
+//   - [ErrInvalidTTL], [ErrInvalidKey], [*CrossSlotError] ([ErrCrossSlot]),
+//     [ErrNilClient], [ErrNilContext]: bad input, reported before anything
+//     is sent to Redis.
+//   - [ErrNotObtained]: the lock is held by another and the strategy gave up.
+//   - an error matching both [ErrNotObtained] and ctx.Err(): the context
+//     ended (or the TTL-long wait ran out) before the lock was obtained.
+//   - the Redis error: a final error, or the last transient one when the
+//     strategy gave up while Redis kept failing.
+//
+// On error no key is left held by this call, except after an ambiguous
+// network failure (the script ran but its reply was lost): the keys then
+// expire after ttl, or a retry with the same token takes them back.
+//
+// keys is not retained: the Lock keeps its own copy.
+func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Duration, opt *Options) (*Lock, error) {
+	if c == nil {
+		return nil, ErrNilClient
+	}
+	if err := checkCall(ctx, c.client); err != nil {
+		return nil, err
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return nil, err
+	}
+	fenceKey := opt.fenceKey()
+	if err := checkKeys(keys, fenceKey, c.cluster); err != nil {
+		return nil, err
+	}
+	token := opt.token()
+	if token == "" {
+		token = newToken()
+	}
+	metadata := opt.metadata()
+
+	// The script takes the fence key after the lock keys; the lock keeps
+	// the lock keys only, capped so that nothing appends into the fence key.
+	scriptKeys := make([]string, len(keys), len(keys)+1)
+	copy(scriptKeys, keys)
+	fenced := argUnfenced
+	if fenceKey != "" {
+		scriptKeys = append(scriptKeys, fenceKey)
+		fenced = argFenced
+	}
+
+	var fence int64
+	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
+		reply, err := obtainScript.Run(ctx, c.client, scriptKeys, token, metadata, ms, fenced).Int64()
+		if err != nil {
+			return false, err
+		}
+		if reply < 0 {
+			return false, nil
+		}
+		fence = reply
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{
+		client:   c.client,
+		keys:     scriptKeys[:len(keys):len(keys)],
+		token:    token,
+		metadata: metadata,
+		fence:    fence,
+	}, nil
+}

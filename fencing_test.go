@@ -1,0 +1,202 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+func TestFenceTokensIncrease(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
+		opt := &redislock.Options{FenceKey: fence}
+		var prev int64
+		for i := range 5 {
+			lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt)
+			if err != nil {
+				t.Fatalf("Obtain %d: %v", i, err)
+			}
+			tok := lock.FenceToken()
+			if tok < 1 || tok <= prev {
+				t.Fatalf("acquisition %d: fence token %d, want > %d and >= 1", i, tok, prev)
+			}
+			prev = tok
+			if err := lock.Release(ctx); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			// Release leaves the counter alone.
+			if got := mustGet(t, rdb, fence); got != strconv.FormatInt(tok, 10) {
+				t.Fatalf("fence counter after Release = %q, want %d", got, tok)
+			}
+		}
+	})
+}
+
+// A re-entrant obtain continues the acquisition: it keeps its token even when
+// other lock keys moved the shared counter in between.
+func TestFenceTokenReentrantKeepsToken(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		a, b, fence := redistest.Key(t, "a"), redistest.Key(t, "b"), redistest.Key(t, "fence")
+		first, err := redislock.Obtain(ctx, rdb, a, time.Minute, &redislock.Options{Token: "mine", FenceKey: fence})
+		if err != nil {
+			t.Fatalf("Obtain a: %v", err)
+		}
+		other, err := redislock.Obtain(ctx, rdb, b, time.Minute, &redislock.Options{FenceKey: fence})
+		if err != nil {
+			t.Fatalf("Obtain b: %v", err)
+		}
+		if other.FenceToken() <= first.FenceToken() {
+			t.Fatalf("b's token %d not above a's %d", other.FenceToken(), first.FenceToken())
+		}
+		again, err := redislock.Obtain(ctx, rdb, a, time.Minute, &redislock.Options{Token: "mine", FenceKey: fence})
+		if err != nil {
+			t.Fatalf("re-entrant Obtain: %v", err)
+		}
+		if again.FenceToken() != first.FenceToken() {
+			t.Errorf("re-entrant Obtain got token %d, want %d of the acquisition it continues", again.FenceToken(), first.FenceToken())
+		}
+		// Once released, the same token starts a new acquisition.
+		if err := again.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		fresh, err := redislock.Obtain(ctx, rdb, a, time.Minute, &redislock.Options{Token: "mine", FenceKey: fence})
+		if err != nil {
+			t.Fatalf("Obtain after Release: %v", err)
+		}
+		if fresh.FenceToken() <= other.FenceToken() {
+			t.Errorf("new acquisition got token %d, want above %d", fresh.FenceToken(), other.FenceToken())
+		}
+		_ = fresh.Release(ctx)
+		_ = other.Release(ctx)
+	})
+}
+
+func TestFenceTokenMulti(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		keys := []string{redistest.Key(t, "a"), redistest.Key(t, "b")}
+		fence := redistest.Key(t, "fence")
+		lock, err := redislock.ObtainMulti(ctx, rdb, keys, time.Minute, &redislock.Options{FenceKey: fence})
+		if err != nil {
+			t.Fatalf("ObtainMulti: %v", err)
+		}
+		if lock.FenceToken() < 1 {
+			t.Errorf("FenceToken() = %d, want >= 1", lock.FenceToken())
+		}
+		if got := mustGet(t, rdb, fence); got != strconv.FormatInt(lock.FenceToken(), 10) {
+			t.Errorf("counter = %q, want %d (one increment for all keys)", got, lock.FenceToken())
+		}
+		if err := lock.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	})
+}
+
+// The counter may be lost (restart without persistence, failover before it
+// was replicated): tokens must not go backwards.
+func TestFenceTokenSurvivesLostCounter(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
+		opt := &redislock.Options{FenceKey: fence}
+		lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		before := lock.FenceToken()
+		_ = lock.Release(ctx)
+		if err := rdb.Del(ctx, fence).Err(); err != nil {
+			t.Fatalf("DEL fence: %v", err)
+		}
+		lock, err = redislock.Obtain(ctx, rdb, key, time.Minute, opt)
+		if err != nil {
+			t.Fatalf("Obtain after the counter was lost: %v", err)
+		}
+		if lock.FenceToken() <= before {
+			t.Errorf("token after the counter was lost = %d, want above %d", lock.FenceToken(), before)
+		}
+		_ = lock.Release(ctx)
+
+		// A counter far ahead of the clock keeps counting from itself.
+		high := int64(1) << 52
+		if err := rdb.Set(ctx, fence, high, 0).Err(); err != nil {
+			t.Fatalf("SET fence: %v", err)
+		}
+		lock, err = redislock.Obtain(ctx, rdb, key, time.Minute, opt)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		if lock.FenceToken() != high+1 {
+			t.Errorf("token after counter %d = %d, want %d", high, lock.FenceToken(), high+1)
+		}
+		_ = lock.Release(ctx)
+	})
+}
+
+func TestFenceKeyNotAnInteger(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
+	if err := rdb.Set(ctx, fence, "not-a-number", 0).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	_, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{FenceKey: fence})
+	if err == nil || errors.Is(err, redislock.ErrNotObtained) {
+		t.Fatalf("got %v, want a Redis error naming the fence key", err)
+	}
+	if mustExist(t, rdb, key) {
+		t.Error("lock key written although the fence failed")
+	}
+}
+
+// The pattern fencing exists for: a holder that paused past its lease
+// cannot overwrite the work of the holder that followed it.
+func TestFenceTokenRefusesStaleHolder(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
+	opt := &redislock.Options{FenceKey: fence}
+	var resource fencedStore
+
+	paused, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt)
+	if err != nil {
+		t.Fatalf("Obtain: %v", err)
+	}
+	expireNow(t, rdb, key) // the first holder's lease runs out while it is paused
+	next, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt)
+	if err != nil {
+		t.Fatalf("Obtain after expiry: %v", err)
+	}
+	if !resource.write(next.FenceToken(), "fresh") {
+		t.Fatal("resource refused the current holder")
+	}
+	if resource.write(paused.FenceToken(), "stale") {
+		t.Error("resource accepted a write from the holder that lost its lease")
+	}
+	if resource.value != "fresh" {
+		t.Errorf("resource = %q, want fresh", resource.value)
+	}
+	_ = next.Release(ctx)
+}
+
+// fencedStore is a protected resource that applies the fencing rule.
+type fencedStore struct {
+	highest int64
+	value   string
+}
+
+func (s *fencedStore) write(token int64, value string) bool {
+	if token < s.highest {
+		return false
+	}
+	s.highest, s.value = token, value
+	return true
+}

@@ -1,0 +1,147 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
+
+// forEachTopology runs fn as a subtest on every topology of the harness
+// (standalone Redis and Valkey, Cluster, Sentinel), each with a fresh client
+// of the shared instance. Tests name their keys with redistest.Key, so they
+// can share the servers and run in parallel.
+func forEachTopology(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient)) {
+	t.Helper()
+	for _, topo := range redistest.Topologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, topo.NewClient(t))
+		})
+	}
+}
+
+// faultyClient wraps a real client at the client boundary: it counts the
+// script calls that reach Redis and can fail the next n of them with an
+// error of the caller's choice, without sending them.
+type faultyClient struct {
+	redis.Scripter
+
+	mu    sync.Mutex
+	sent  int   // script calls passed on to Redis
+	fails int   // calls still to fail
+	err   error // the error they fail with
+}
+
+func newFaultyClient(rdb redis.Scripter) *faultyClient {
+	return &faultyClient{Scripter: rdb}
+}
+
+// failNext makes the next n script calls fail with err.
+func (f *faultyClient) failNext(n int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fails, f.err = n, err
+}
+
+// calls returns how many script calls reached Redis.
+func (f *faultyClient) calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sent
+}
+
+// intercept returns a failed command when a failure is due, else nil after
+// counting the call as sent.
+func (f *faultyClient) intercept(ctx context.Context) *redis.Cmd {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fails > 0 {
+		f.fails--
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(f.err)
+		return cmd
+	}
+	f.sent++
+	return nil
+}
+
+func (f *faultyClient) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	if cmd := f.intercept(ctx); cmd != nil {
+		return cmd
+	}
+	return f.Scripter.Eval(ctx, script, keys, args...)
+}
+
+func (f *faultyClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if cmd := f.intercept(ctx); cmd != nil {
+		return cmd
+	}
+	return f.Scripter.EvalSha(ctx, sha, keys, args...)
+}
+
+func (f *faultyClient) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	if cmd := f.intercept(ctx); cmd != nil {
+		return cmd
+	}
+	return f.Scripter.EvalRO(ctx, script, keys, args...)
+}
+
+func (f *faultyClient) EvalShaRO(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if cmd := f.intercept(ctx); cmd != nil {
+		return cmd
+	}
+	return f.Scripter.EvalShaRO(ctx, sha, keys, args...)
+}
+
+// errTransient is what a dropped connection looks like to go-redis callers:
+// not a Redis error reply, so redislock treats it as transient.
+var errTransient = errors.New("test: connection reset by peer")
+
+// mustGet returns the value of key, or "" when it does not exist.
+func mustGet(t *testing.T, rdb redis.Cmdable, key string) string {
+	t.Helper()
+	v, err := rdb.Get(context.Background(), key).Result()
+	if errors.Is(err, redis.Nil) {
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	return v
+}
+
+// mustExist reports whether key exists.
+func mustExist(t *testing.T, rdb redis.Cmdable, key string) bool {
+	t.Helper()
+	n, err := rdb.Exists(context.Background(), key).Result()
+	if err != nil {
+		t.Fatalf("EXISTS %s: %v", key, err)
+	}
+	return n == 1
+}
+
+// expireNow makes key expire within a millisecond (PEXPIRE key 1) and waits
+// until it is gone, instead of sleeping through a TTL.
+func expireNow(t *testing.T, rdb redis.Cmdable, key string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := rdb.PExpire(ctx, key, 1).Err(); err != nil {
+		t.Fatalf("PEXPIRE %s 1: %v", key, err)
+	}
+	for mustExist(t, rdb, key) {
+		// An expired key is removed on access; each EXISTS is one.
+	}
+}
+
+// replyError is a Redis error reply, as go-redis returns it.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
