@@ -105,8 +105,12 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 		fenced = argFenced
 	}
 
-	var fence int64
+	var (
+		fence int64
+		sent  time.Time
+	)
 	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
+		sent = time.Now()
 		reply, err := obtainScript.Run(ctx, c.client, scriptKeys, token, metadata, ms, fenced).Int64()
 		if err != nil {
 			return false, err
@@ -126,5 +130,7 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 		token:    token,
 		metadata: metadata,
 		fence:    fence,
+		ttl:      ttl,
+		sent:     sent,
 	}, nil
 }

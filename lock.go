@@ -18,6 +18,12 @@ type Lock struct {
 	token    string
 	metadata string
 	fence    int64
+
+	// ttl and sent describe the lease as obtained: the key cannot expire
+	// before sent+ttl (sent is read before the script was sent, on the
+	// monotonic clock). Zero for a Lock built without obtaining it.
+	ttl  time.Duration
+	sent time.Time
 }
 
 // Key returns the lock's first key ("" for a nil Lock).
