@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -11,7 +12,23 @@ import (
 	"github.com/redislock/redislock/internal/redistest"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(redistest.Run(&examplesOnSharedServer{m}))
+}
+
+// examplesOnSharedServer points the runnable examples (example_test.go) at
+// the shared redis-server before the tests and examples run.
+type examplesOnSharedServer struct{ *testing.M }
+
+func (m *examplesOnSharedServer) Run() int {
+	addr, err := redistest.SharedAddr(redistest.Redis)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting redis-server for the examples:", err)
+		return 1
+	}
+	redisAddr = addr
+	return m.M.Run()
+}
 
 // forEachTopology runs fn as a subtest on every topology of the harness
 // (standalone Redis and Valkey, Cluster, Sentinel), each with a fresh client

@@ -1,0 +1,41 @@
+// Package redistest starts real Redis and Valkey servers for tests: standalone
+// servers, a 3-master/3-replica Cluster and a Sentinel setup (a master, a
+// replica and three sentinels). Nothing is mocked; every server is a child
+// process listening on a free port of 127.0.0.1 (never 6379), with persistence
+// off and its own temporary directory.
+//
+// # Shared and own instances
+//
+// Ordinary tests share one instance per topology and flavor per test binary
+// ([SharedServer], [SharedCluster], [SharedSentinel], [Standalone] and the
+// [Topology] table). A shared instance starts when it is first asked for and
+// is stopped by [Run] when the package's tests are done, so each package that
+// uses it must have
+//
+//	func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
+//
+// Tests on a shared instance must not stop, kill, restart or reconfigure it,
+// and must name their keys with [Key] so that parallel tests and reruns
+// (-count=N) never collide.
+//
+// Tests that kill servers or force failovers start their own instance with
+// [NewServer], [NewCluster] or [NewSentinel], which stop it in t.Cleanup.
+//
+// # Failures and cleanup
+//
+// A missing binary fails the test (never skips it) with a message naming the
+// package to install; scripts/install-deps.sh installs them all. When a test
+// fails, the tail of the log of every server it used is printed.
+//
+// Every server runs in its own process group and gets SIGKILL from the kernel
+// when the test binary exits, however it exits (a panic, a -timeout, Ctrl-C,
+// or a forgotten TestMain), so no server outlives its test binary. Only the
+// temporary directories of instances that [Run] did not stop are left behind;
+// they are removed by the next test binary that uses this package.
+//
+// # Environment
+//
+// REDISLOCK_TOPOLOGIES, a comma-separated list of [Topology] names such as
+// "redis,redis-cluster", restricts [Topologies] for quick local runs. Unset or
+// empty means all of them.
+package redistest

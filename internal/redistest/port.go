@@ -1,0 +1,63 @@
+package redistest
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+)
+
+// maxPort is the highest port handed out, so that a Cluster bus port
+// (port+10000) is still a valid port.
+const maxPort = 65535 - 10000
+
+// ports remembers every port handed out by this process, so that two servers
+// never race for the same one and a cluster bus port never equals another
+// server's port.
+var ports struct {
+	mu   sync.Mutex
+	used map[int]bool
+}
+
+// freePort returns a port of 127.0.0.1 that is free now (it listens on
+// 127.0.0.1:0 and closes), never 6379 and never above [maxPort]. With bus,
+// port+10000 is checked free too and both are reserved. The caller must still
+// handle "Address already in use" when the server binds: another process may
+// take the port in between.
+func freePort(bus bool) (int, error) {
+	ports.mu.Lock()
+	defer ports.mu.Unlock()
+	if ports.used == nil {
+		ports.used = make(map[int]bool)
+	}
+	for range 1000 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("redistest: find a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if port == 6379 || port > maxPort || ports.used[port] {
+			continue
+		}
+		if bus {
+			if ports.used[port+10000] || !portFree(port+10000) {
+				continue
+			}
+			ports.used[port+10000] = true
+		}
+		ports.used[port] = true
+		return port, nil
+	}
+	return 0, fmt.Errorf("redistest: no free port of 127.0.0.1 at or below %d after 1000 tries", maxPort)
+}
+
+// portFree reports whether port of 127.0.0.1 can be listened on now.
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
+}
