@@ -95,42 +95,37 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 	}
 	metadata := opt.metadata()
 
-	// The script takes the fence key after the lock keys; the lock keeps
-	// the lock keys only, capped so that nothing appends into the fence key.
-	scriptKeys := make([]string, len(keys), len(keys)+1)
-	copy(scriptKeys, keys)
+	// The Lock is built first: it holds the keys the script takes (the lock
+	// keys, then the fence key) in storage of its own, inline for one key,
+	// and the boxed token that every later script call reuses.
+	lock := &Lock{client: c.client, token: token, tokenArg: token, metadata: metadata, ttl: ttl}
+	scriptKeys := lock.keyBuf[:0]
+	if len(keys) >= len(lock.keyBuf) {
+		scriptKeys = make([]string, 0, len(keys)+1)
+	}
+	scriptKeys = append(scriptKeys, keys...)
+	// Capped, so that nothing appends into the fence key's place.
+	lock.keys = scriptKeys[:len(keys):len(keys)]
 	fenced := argUnfenced
 	if fenceKey != "" {
 		scriptKeys = append(scriptKeys, fenceKey)
 		fenced = argFenced
 	}
 
-	var (
-		fence int64
-		sent  time.Time
-	)
 	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
-		sent = time.Now()
-		reply, err := obtainScript.Run(ctx, c.client, scriptKeys, token, metadata, ms, fenced).Int64()
+		lock.sent = time.Now()
+		reply, err := obtainScript.Run(ctx, c.client, scriptKeys, lock.tokenArg, metadata, ms, fenced).Int64()
 		if err != nil {
 			return false, err
 		}
 		if reply < 0 {
 			return false, nil
 		}
-		fence = reply
+		lock.fence = reply
 		return true, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Lock{
-		client:   c.client,
-		keys:     scriptKeys[:len(keys):len(keys)],
-		token:    token,
-		metadata: metadata,
-		fence:    fence,
-		ttl:      ttl,
-		sent:     sent,
-	}, nil
+	return lock, nil
 }

@@ -16,8 +16,10 @@ type Lock struct {
 	client   RedisClient
 	keys     []string
 	token    string
+	tokenArg any // token, boxed once for every script call
 	metadata string
 	fence    int64
+	keyBuf   [2]string // keys' storage for one key and a fence key
 
 	// ttl and sent describe the lease as obtained: the key cannot expire
 	// before sent+ttl (sent is read before the script was sent, on the
@@ -84,7 +86,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if err := checkCall(ctx, l.client); err != nil {
 		return 0, err
 	}
-	ms, err := ttlScript.Run(ctx, l.client, l.keys, l.token).Int64()
+	ms, err := ttlScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
 	if err != nil {
 		return 0, err
 	}
@@ -111,7 +113,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 		return err
 	}
 	return retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
-		ok, err := refreshScript.Run(ctx, l.client, l.keys, l.token, ms).Int64()
+		ok, err := refreshScript.Run(ctx, l.client, l.keys, l.tokenArg, ms).Int64()
 		switch {
 		case err != nil:
 			return false, err
@@ -143,7 +145,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
 	}
-	n, err := releaseScript.Run(ctx, l.client, l.keys, l.token).Int64()
+	n, err := releaseScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
 	if err != nil {
 		return err
 	}
