@@ -145,7 +145,7 @@ func ExampleLock_Refresh() {
 			case <-workCtx.Done():
 				return
 			case <-ticker.C:
-				if err := lock.Refresh(workCtx, ttl, nil); err != nil {
+				if err := lock.Refresh(ctx, ttl, nil); err != nil {
 					fmt.Println("lock lost:", err)
 					stopWork()
 					return
