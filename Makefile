@@ -7,14 +7,14 @@
 SUBMODULES := $(wildcard cmd/redislock bench chaos)
 GO ?= go
 
-.PHONY: test demo deps vet build bench install
+.PHONY: test demo deps vet build bench install chaos fuzz
 
 ## test: install redis/valkey if missing, then go vet and every test with -race
 test: deps vet
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -parallel 8 ./...
 	@for m in $(SUBMODULES); do \
 		echo "== $$m"; \
-		(cd $$m && $(GO) test -race -count=1 ./...) || exit 1; \
+		(cd $$m && $(GO) test -race -count=1 -parallel 8 ./...) || exit 1; \
 	done
 
 ## demo: contention and fencing on an embedded Redis (or $$REDIS_URL)
@@ -29,14 +29,33 @@ vet:
 	$(GO) vet ./...
 	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-## build: the command-line tool, into bin/redislock
+## build: the command-line tool, into bin/redislock (--version from git describe)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION)
 build:
-	cd cmd/redislock && $(GO) build -o ../../bin/redislock .
+	cd cmd/redislock && $(GO) build -ldflags "$(LDFLAGS)" -o ../../bin/redislock .
 
-## install: the command-line tool, into $$GOBIN
+## install: the command-line tool, into $$GOBIN (go install ...@version cannot: its go.mod has a replace)
 install:
-	cd cmd/redislock && $(GO) install .
+	cd cmd/redislock && $(GO) install -ldflags "$(LDFLAGS)" .
 
 ## bench: the library's own benchmarks beside raw go-redis
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 .
+
+## bench-contention: 8 and 64 workers on one hot key, per retry strategy (about a minute), as a Markdown table
+.PHONY: bench-contention
+bench-contention: deps
+	REDISLOCK_CONTENTION=$${REDISLOCK_CONTENTION:-1} $(GO) test -run '^TestContention' -count=1 -v -timeout 10m ./internal/contention
+
+## chaos: the long fault schedules and the full load test (minutes), then the results table
+chaos: deps
+	cd chaos && $(GO) test -race -count=1 -timeout 60m -chaos.long
+
+## fuzz: every fuzz target of the library for $$(FUZZTIME) each (default 10s)
+FUZZTIME ?= 10s
+fuzz:
+	@for f in $$($(GO) test -list '^Fuzz' . | grep '^Fuzz'); do \
+		echo "== $$f"; \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) . || exit 1; \
+	done

@@ -57,7 +57,8 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 // between attempts. Waiting ends at the context's deadline or, when the
 // context has none, ttl after the call began. Transient Redis errors (lost
 // connections, LOADING, READONLY during a failover, …) are retried the same
-// way; any other error ends the call at once.
+// way; any other error ends the call at once. With [WaitForRelease] the
+// waiting is event-driven: the holder's Release hands the lock over.
 //
 // Errors:
 //   - [ErrInvalidTTL], [ErrInvalidKey], [*CrossSlotError] ([ErrCrossSlot]),
@@ -89,6 +90,9 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 	if err := checkKeys(keys, fenceKey, c.cluster); err != nil {
 		return nil, err
 	}
+	if err := checkReplicas(c.client, opt); err != nil {
+		return nil, err
+	}
 	token := opt.token()
 	if token == "" {
 		token = newToken()
@@ -112,7 +116,7 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 		fenced = argFenced
 	}
 
-	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
+	attempt := func(ctx context.Context) (bool, error) {
 		lock.sent = time.Now()
 		reply, err := obtainScript.Run(ctx, c.client, scriptKeys, lock.tokenArg, metadata, ms, fenced).Int64()
 		if err != nil {
@@ -123,7 +127,17 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 		}
 		lock.fence = reply
 		return true, nil
-	})
+	}
+	if w, ok := opt.retryStrategy().(*waitForRelease); ok {
+		o := &obtainCall{client: c.client, lock: lock, scriptKeys: scriptKeys, fenced: fenced, metadata: metadata, ms: ms, ttl: ttl}
+		err = o.wait(ctx, w, attempt)
+	} else {
+		err = retry(ctx, ttl, opt.retryStrategy(), attempt)
+	}
+	if err == nil && opt.minReplicas() > 0 {
+		// Guarded here, so that the arguments are not boxed for nothing.
+		err = confirmReplicas(ctx, lock, opt, scriptKeys, lock.tokenArg, metadata, ms, fenced)
+	}
 	if err != nil {
 		return nil, err
 	}

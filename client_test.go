@@ -167,55 +167,59 @@ func TestObtainExactTokenOwnership(t *testing.T) {
 // Defect 2: a TTL under 1ms made PEXPIRE delete the key while Obtain
 // reported success.
 func TestObtainRejectsBadTTL(t *testing.T) {
-	rdb := newFaultyClient(redistest.Standalone(t))
-	ctx := context.Background()
-	key := redistest.Key(t, "job")
-	for _, ttl := range []time.Duration{0, -time.Second, time.Nanosecond, 999 * time.Microsecond} {
-		lock, err := redislock.Obtain(ctx, rdb, key, ttl, nil)
-		if !errors.Is(err, redislock.ErrInvalidTTL) || lock != nil {
-			t.Errorf("Obtain with ttl %v: got (%v, %v), want (nil, ErrInvalidTTL)", ttl, lock, err)
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		rdb := newFaultyClient(client)
+		ctx := context.Background()
+		key := redistest.Key(t, "job")
+		for _, ttl := range []time.Duration{0, -time.Second, time.Nanosecond, 999 * time.Microsecond} {
+			lock, err := redislock.Obtain(ctx, rdb, key, ttl, nil)
+			if !errors.Is(err, redislock.ErrInvalidTTL) || lock != nil {
+				t.Errorf("Obtain with ttl %v: got (%v, %v), want (nil, ErrInvalidTTL)", ttl, lock, err)
+			}
 		}
-	}
-	if n := rdb.calls(); n != 0 {
-		t.Errorf("%d script calls sent for invalid TTLs, want 0", n)
-	}
-	if _, err := redislock.Obtain(ctx, rdb, key, time.Millisecond, nil); err != nil {
-		t.Errorf("Obtain with ttl 1ms: %v", err)
-	}
+		if n := rdb.calls(); n != 0 {
+			t.Errorf("%d script calls sent for invalid TTLs, want 0", n)
+		}
+		if _, err := redislock.Obtain(ctx, rdb, key, time.Millisecond, nil); err != nil {
+			t.Errorf("Obtain with ttl 1ms: %v", err)
+		}
+	})
 }
 
 // Defect 6: empty or repeated keys reached Lua and came back as raw script
 // errors.
 func TestObtainRejectsBadKeys(t *testing.T) {
-	rdb := newFaultyClient(redistest.Standalone(t))
-	ctx := context.Background()
-	a, b := redistest.Key(t, "a"), redistest.Key(t, "b")
-	cases := []struct {
-		name string
-		keys []string
-		opt  *redislock.Options
-	}{
-		{"nil list", nil, nil},
-		{"empty list", []string{}, nil},
-		{"empty key", []string{""}, nil},
-		{"empty among others", []string{a, "", b}, nil},
-		{"duplicate", []string{a, b, a}, nil},
-		{"fence key is a lock key", []string{a, b}, &redislock.Options{FenceKey: b}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			lock, err := redislock.ObtainMulti(ctx, rdb, tc.keys, time.Minute, tc.opt)
-			if !errors.Is(err, redislock.ErrInvalidKey) || lock != nil {
-				t.Errorf("got (%v, %v), want (nil, ErrInvalidKey)", lock, err)
-			}
-		})
-	}
-	if n := rdb.calls(); n != 0 {
-		t.Errorf("%d script calls sent for invalid keys, want 0", n)
-	}
-	if mustExist(t, rdb.Scripter.(redis.Cmdable), a) || mustExist(t, rdb.Scripter.(redis.Cmdable), b) {
-		t.Error("a key was written")
-	}
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		rdb := newFaultyClient(client)
+		ctx := context.Background()
+		a, b := redistest.Key(t, "a"), redistest.Key(t, "b")
+		cases := []struct {
+			name string
+			keys []string
+			opt  *redislock.Options
+		}{
+			{"nil list", nil, nil},
+			{"empty list", []string{}, nil},
+			{"empty key", []string{""}, nil},
+			{"empty among others", []string{a, "", b}, nil},
+			{"duplicate", []string{a, b, a}, nil},
+			{"fence key is a lock key", []string{a, b}, &redislock.Options{FenceKey: b}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				lock, err := redislock.ObtainMulti(ctx, rdb, tc.keys, time.Minute, tc.opt)
+				if !errors.Is(err, redislock.ErrInvalidKey) || lock != nil {
+					t.Errorf("got (%v, %v), want (nil, ErrInvalidKey)", lock, err)
+				}
+			})
+		}
+		if n := rdb.calls(); n != 0 {
+			t.Errorf("%d script calls sent for invalid keys, want 0", n)
+		}
+		if mustExist(t, client, a) || mustExist(t, client, b) {
+			t.Error("a key was written")
+		}
+	})
 }
 
 func TestObtainRejectsNilArguments(t *testing.T) {
@@ -237,212 +241,219 @@ func TestObtainRejectsNilArguments(t *testing.T) {
 // Defect 3: when the deadline and the retry timer raced, the error was
 // sometimes a bare context error.
 func TestObtainContextEndAlwaysJoined(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	key := redistest.Key(t, "job")
-	held, err := redislock.Obtain(context.Background(), rdb, key, time.Minute, nil)
-	if err != nil {
-		t.Fatalf("Obtain: %v", err)
-	}
-	defer held.Release(context.Background())
-
-	opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)}
-	for i := range 50 {
-		// Deadlines that land on, just before and just after backoff ticks.
-		timeout := time.Duration(i%5+1) * time.Millisecond
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		_, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt)
-		cancel()
-		if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("run %d, timeout %v: got %v, want ErrNotObtained and DeadlineExceeded", i, timeout, err)
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		key := redistest.Key(t, "job")
+		held, err := redislock.Obtain(context.Background(), rdb, key, time.Minute, nil)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
 		}
-	}
+		defer held.Release(context.Background())
 
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt); !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled context: got %v, want ErrNotObtained and Canceled", err)
-	}
+		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)}
+		for i := range 50 {
+			// Deadlines that land on, just before and just after backoff ticks.
+			timeout := time.Duration(i%5+1) * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			_, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt)
+			cancel()
+			if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("run %d, timeout %v: got %v, want ErrNotObtained and DeadlineExceeded", i, timeout, err)
+			}
+		}
+
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt); !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled context: got %v, want ErrNotObtained and Canceled", err)
+		}
+	})
 }
 
 // Without a deadline of its own the wait is bounded by the TTL; the caller's
 // deadline wins when it has one. Lower bounds only: a slow machine can make
 // a wait longer, never shorter.
 func TestObtainWaitBounds(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	key := redistest.Key(t, "job")
-	held, err := redislock.Obtain(context.Background(), rdb, key, time.Minute, nil)
-	if err != nil {
-		t.Fatalf("Obtain: %v", err)
-	}
-	defer held.Release(context.Background())
-	opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(5 * time.Millisecond)}
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		key := redistest.Key(t, "job")
+		held, err := redislock.Obtain(context.Background(), rdb, key, time.Minute, nil)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		defer held.Release(context.Background())
+		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(5 * time.Millisecond)}
 
-	start := time.Now()
-	_, err = redislock.Obtain(context.Background(), rdb, key, 100*time.Millisecond, opt)
-	if elapsed := time.Since(start); elapsed < 100*time.Millisecond || elapsed > 30*time.Second {
-		t.Errorf("wait without deadline took %v, want about the TTL of 100ms", elapsed)
-	}
-	if !errors.Is(err, redislock.ErrNotObtained) {
-		t.Errorf("got %v, want ErrNotObtained", err)
-	}
+		start := time.Now()
+		_, err = redislock.Obtain(context.Background(), rdb, key, 100*time.Millisecond, opt)
+		if elapsed := time.Since(start); elapsed < 100*time.Millisecond || elapsed > 30*time.Second {
+			t.Errorf("wait without deadline took %v, want about the TTL of 100ms", elapsed)
+		}
+		if !errors.Is(err, redislock.ErrNotObtained) {
+			t.Errorf("got %v, want ErrNotObtained", err)
+		}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	start = time.Now()
-	_, err = redislock.Obtain(ctx, rdb, key, 50*time.Millisecond, opt)
-	if elapsed := time.Since(start); elapsed < 300*time.Millisecond {
-		t.Errorf("wait with a 300ms deadline and a 50ms TTL took %v, want the deadline to win", elapsed)
-	}
-	if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("got %v, want ErrNotObtained and DeadlineExceeded", err)
-	}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start = time.Now()
+		_, err = redislock.Obtain(ctx, rdb, key, 50*time.Millisecond, opt)
+		if elapsed := time.Since(start); elapsed < 300*time.Millisecond {
+			t.Errorf("wait with a 300ms deadline and a 50ms TTL took %v, want the deadline to win", elapsed)
+		}
+		if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("got %v, want ErrNotObtained and DeadlineExceeded", err)
+		}
+	})
 }
 
 func TestObtainWaitsForRelease(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	ctx := context.Background()
-	key := redistest.Key(t, "job")
-	held, err := redislock.Obtain(ctx, rdb, key, time.Minute, nil)
-	if err != nil {
-		t.Fatalf("Obtain: %v", err)
-	}
-	f := newFaultyClient(rdb)
-	done := make(chan error, 1)
-	go func() {
-		lock, err := redislock.Obtain(ctx, f, key, time.Minute, &redislock.Options{RetryStrategy: redislock.LinearBackoff(2 * time.Millisecond)})
-		if err == nil {
-			err = lock.Release(ctx)
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		key := redistest.Key(t, "job")
+		held, err := redislock.Obtain(ctx, rdb, key, time.Minute, nil)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
 		}
-		done <- err
-	}()
-	for f.calls() < 3 {
-		// Let the waiter fail a few attempts before the release.
-		time.Sleep(time.Millisecond)
-	}
-	if err := held.Release(ctx); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("waiting Obtain: %v", err)
-	}
+		f := newFaultyClient(rdb)
+		done := make(chan error, 1)
+		go func() {
+			lock, err := redislock.Obtain(ctx, f, key, time.Minute, &redislock.Options{RetryStrategy: redislock.LinearBackoff(2 * time.Millisecond)})
+			if err == nil {
+				err = lock.Release(ctx)
+			}
+			done <- err
+		}()
+		for f.calls() < 3 {
+			// Let the waiter fail a few attempts before the release.
+			time.Sleep(time.Millisecond)
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("waiting Obtain: %v", err)
+		}
+	})
 }
 
 // Defect 4: a LimitRetry inside a reused Options was shared by every call,
 // so the first call used up the budget of all later ones.
 func TestOptionsReuseDoesNotShareRetryBudget(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	ctx := context.Background()
-	key := redistest.Key(t, "job")
-	held, err := redislock.Obtain(ctx, rdb, key, time.Minute, nil)
-	if err != nil {
-		t.Fatalf("Obtain: %v", err)
-	}
-	defer held.Release(ctx)
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		key := redistest.Key(t, "job")
+		held, err := redislock.Obtain(ctx, rdb, key, time.Minute, nil)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		defer held.Release(ctx)
 
-	opt := &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.ExponentialBackoff(time.Millisecond, 2*time.Millisecond), 3)}
-	for call := range 3 {
-		f := newFaultyClient(rdb)
-		if _, err := redislock.Obtain(ctx, f, key, time.Minute, opt); !errors.Is(err, redislock.ErrNotObtained) {
-			t.Fatalf("call %d: got %v, want ErrNotObtained", call, err)
+		opt := &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.ExponentialBackoff(time.Millisecond, 2*time.Millisecond), 3)}
+		for call := range 3 {
+			f := newFaultyClient(rdb)
+			if _, err := redislock.Obtain(ctx, f, key, time.Minute, opt); !errors.Is(err, redislock.ErrNotObtained) {
+				t.Fatalf("call %d: got %v, want ErrNotObtained", call, err)
+			}
+			if got := f.calls(); got != 4 {
+				t.Errorf("call %d made %d attempts, want 4 (1 + 3 retries)", call, got)
+			}
 		}
-		if got := f.calls(); got != 4 {
-			t.Errorf("call %d made %d attempts, want 4 (1 + 3 retries)", call, got)
-		}
-	}
+	})
 }
 
 // Defect 5: Keys() returned, and ObtainMulti kept, the caller's slice.
 func TestKeysAreCopies(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	ctx := context.Background()
-	a, b := redistest.Key(t, "a"), redistest.Key(t, "b")
-	keys := []string{a, b}
-	lock, err := redislock.ObtainMulti(ctx, rdb, keys, time.Minute, &redislock.Options{FenceKey: redistest.Key(t, "fence")})
-	if err != nil {
-		t.Fatalf("ObtainMulti: %v", err)
-	}
-	keys[0] = "changed-by-caller"
-	got := lock.Keys()
-	if got[0] != a || got[1] != b || len(got) != 2 {
-		t.Fatalf("Keys() = %q after the caller changed its slice, want [%s %s]", got, a, b)
-	}
-	got[1] = "changed-by-reader"
-	if got := lock.Keys(); got[1] != b {
-		t.Errorf("Keys() = %q after a reader changed the returned slice", got)
-	}
-	_ = append(lock.Keys(), "appended")
-	if err := lock.Release(ctx); err != nil {
-		t.Fatalf("Release with the original keys: %v", err)
-	}
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		a, b := redistest.Key(t, "a"), redistest.Key(t, "b")
+		keys := []string{a, b}
+		lock, err := redislock.ObtainMulti(ctx, rdb, keys, time.Minute, &redislock.Options{FenceKey: redistest.Key(t, "fence")})
+		if err != nil {
+			t.Fatalf("ObtainMulti: %v", err)
+		}
+		keys[0] = "changed-by-caller"
+		got := lock.Keys()
+		if got[0] != a || got[1] != b || len(got) != 2 {
+			t.Fatalf("Keys() = %q after the caller changed its slice, want [%s %s]", got, a, b)
+		}
+		got[1] = "changed-by-reader"
+		if got := lock.Keys(); got[1] != b {
+			t.Errorf("Keys() = %q after a reader changed the returned slice", got)
+		}
+		_ = append(lock.Keys(), "appended")
+		if err := lock.Release(ctx); err != nil {
+			t.Fatalf("Release with the original keys: %v", err)
+		}
+	})
 }
 
 func TestObtainRetriesTransientErrors(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	ctx := context.Background()
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
 
-	f := newFaultyClient(rdb)
-	f.failNext(2, errTransient)
-	lock, err := redislock.Obtain(ctx, f, redistest.Key(t, "retried"), time.Minute, &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)})
-	if err != nil {
-		t.Fatalf("Obtain after 2 transient failures: %v", err)
-	}
-	defer lock.Release(ctx)
+		f := newFaultyClient(rdb)
+		f.failNext(2, errTransient)
+		lock, err := redislock.Obtain(ctx, f, redistest.Key(t, "retried"), time.Minute, &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)})
+		if err != nil {
+			t.Fatalf("Obtain after 2 transient failures: %v", err)
+		}
+		defer lock.Release(ctx)
 
-	f.failNext(1, errTransient)
-	if _, err := redislock.Obtain(ctx, f, redistest.Key(t, "noretry"), time.Minute, nil); !errors.Is(err, errTransient) {
-		t.Errorf("NoRetry after a transient failure: got %v, want that error", err)
-	}
+		f.failNext(1, errTransient)
+		if _, err := redislock.Obtain(ctx, f, redistest.Key(t, "noretry"), time.Minute, nil); !errors.Is(err, errTransient) {
+			t.Errorf("NoRetry after a transient failure: got %v, want that error", err)
+		}
 
-	f.failNext(10, errTransient)
-	opt := &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(time.Millisecond), 2)}
-	if _, err := redislock.Obtain(ctx, f, redistest.Key(t, "exhausted"), time.Minute, opt); !errors.Is(err, errTransient) {
-		t.Errorf("retries exhausted by transient failures: got %v, want the last of them", err)
-	}
+		f.failNext(10, errTransient)
+		opt := &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(time.Millisecond), 2)}
+		if _, err := redislock.Obtain(ctx, f, redistest.Key(t, "exhausted"), time.Minute, opt); !errors.Is(err, errTransient) {
+			t.Errorf("retries exhausted by transient failures: got %v, want the last of them", err)
+		}
 
-	// A Redis error reply that is not transient ends the call at once.
-	f = newFaultyClient(rdb)
-	f.failNext(1, replyError("NOPERM this user has no permissions to run the 'evalsha' command"))
-	if _, err := redislock.Obtain(ctx, f, redistest.Key(t, "final"), time.Minute, &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)}); err == nil || !strings.Contains(err.Error(), "NOPERM") {
-		t.Errorf("NOPERM: got %v, want the error at once", err)
-	}
-	if n := f.calls(); n != 0 {
-		t.Errorf("NOPERM was retried %d times", n)
-	}
+		// A Redis error reply that is not transient ends the call at once.
+		f = newFaultyClient(rdb)
+		f.failNext(1, replyError("NOPERM this user has no permissions to run the 'evalsha' command"))
+		if _, err := redislock.Obtain(ctx, f, redistest.Key(t, "final"), time.Minute, &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)}); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+			t.Errorf("NOPERM: got %v, want the error at once", err)
+		}
+		if n := f.calls(); n != 0 {
+			t.Errorf("NOPERM was retried %d times", n)
+		}
+	})
 }
 
 func TestObtainOneRoundTrip(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	ctx := context.Background()
-	f := newFaultyClient(rdb)
-	key := redistest.Key(t, "job")
-	// Load the scripts first: a cold cache costs one NOSCRIPT reply.
-	lock, err := redislock.Obtain(ctx, f, key, time.Minute, nil)
-	if err != nil {
-		t.Fatalf("Obtain: %v", err)
-	}
-	_, _ = lock.TTL(ctx)
-	_ = lock.Refresh(ctx, time.Minute, nil)
-	_ = lock.Release(ctx)
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		f := newFaultyClient(rdb)
+		key := redistest.Key(t, "job")
+		// Load the scripts first: a cold cache costs one NOSCRIPT reply.
+		lock, err := redislock.Obtain(ctx, f, key, time.Minute, nil)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		_, _ = lock.TTL(ctx)
+		_ = lock.Refresh(ctx, time.Minute, nil)
+		_ = lock.Release(ctx)
 
-	ops := []struct {
-		name string
-		run  func() error
-	}{
-		{"Obtain", func() (err error) { lock, err = redislock.Obtain(ctx, f, key, time.Minute, nil); return err }},
-		{"failed Obtain", func() error { _, err := redislock.Obtain(ctx, f, key, time.Minute, nil); return wantNotObtained(err) }},
-		{"TTL", func() error { _, err := lock.TTL(ctx); return err }},
-		{"Refresh", func() error { return lock.Refresh(ctx, time.Minute, nil) }},
-		{"Release", func() error { return lock.Release(ctx) }},
-	}
-	for _, op := range ops {
-		before := f.calls()
-		if err := op.run(); err != nil {
-			t.Fatalf("%s: %v", op.name, err)
+		ops := []struct {
+			name string
+			run  func() error
+		}{
+			{"Obtain", func() (err error) { lock, err = redislock.Obtain(ctx, f, key, time.Minute, nil); return err }},
+			{"failed Obtain", func() error { _, err := redislock.Obtain(ctx, f, key, time.Minute, nil); return wantNotObtained(err) }},
+			{"TTL", func() error { _, err := lock.TTL(ctx); return err }},
+			{"Refresh", func() error { return lock.Refresh(ctx, time.Minute, nil) }},
+			{"Release", func() error { return lock.Release(ctx) }},
 		}
-		if n := f.calls() - before; n != 1 {
-			t.Errorf("%s sent %d script calls, want 1", op.name, n)
+		for _, op := range ops {
+			before := f.calls()
+			if err := op.run(); err != nil {
+				t.Fatalf("%s: %v", op.name, err)
+			}
+			if n := f.calls() - before; n != 1 {
+				t.Errorf("%s sent %d script calls, want 1", op.name, n)
+			}
 		}
-	}
+	})
 }
 
 // wantNotObtained turns the expected ErrNotObtained into nil.

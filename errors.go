@@ -17,8 +17,32 @@ var (
 	ErrNotObtained = errors.New("redislock: not obtained")
 
 	// ErrLockNotHeld is returned by [Lock.Release] when the lock, or some of
-	// its keys, had expired or been taken by another token.
+	// its keys, had expired or been taken by another token, and by
+	// [Lock.KeepAlive] when no lease of the lock is known to be valid.
 	ErrLockNotHeld = errors.New("redislock: lock not held")
+
+	// ErrLockLost is matched by [KeepAlive.Err] (and the cause of
+	// [KeepAlive.Context]) when the keep-alive ended because the lock is
+	// lost, or is about to be: a refresh found it gone or taken (the error
+	// also matches [ErrNotObtained]), its lease ran out on the local clock
+	// without a successful refresh (it also matches the last refresh error,
+	// if any), a refresh failed for good (it also matches that error), or
+	// [KeepAliveOptions.MaxHold] was reached (it also matches
+	// [ErrMaxHoldReached]).
+	ErrLockLost = errors.New("redislock: lock lost")
+
+	// ErrMaxHoldReached is matched, with [ErrLockLost], by the error of a
+	// keep-alive that ended because [KeepAliveOptions.MaxHold] was reached.
+	ErrMaxHoldReached = errors.New("redislock: maximum hold time reached")
+
+	// ErrKeepAliveStopped is returned by [KeepAlive.Err] (and is the cause
+	// of [KeepAlive.Context]) after [KeepAlive.Stop] or [Lock.Release]
+	// ended a keep-alive that had not lost its lock.
+	ErrKeepAliveStopped = errors.New("redislock: keep-alive stopped")
+
+	// ErrKeepAliveRunning is returned by [Lock.KeepAlive] when a keep-alive
+	// of the same Lock is still running.
+	ErrKeepAliveRunning = errors.New("redislock: keep-alive already running")
 
 	// ErrInvalidTTL is returned, before anything is sent to Redis, for a TTL
 	// below one millisecond: Redis would delete the key at once while the
@@ -30,12 +54,26 @@ var (
 	// is also a lock key.
 	ErrInvalidKey = errors.New("redislock: invalid key")
 
+	// ErrInvalidToken is returned by [Client.Attach] for an empty token.
+	ErrInvalidToken = errors.New("redislock: invalid token")
+
+	// ErrInvalidOption is returned by [Lock.KeepAlive], before anything is
+	// started, for [KeepAliveOptions] that cannot work: a negative field, a
+	// Margin that leaves nothing of the TTL, or an Interval that would let
+	// each lease run out before its refresh.
+	ErrInvalidOption = errors.New("redislock: invalid option")
+
 	// ErrCrossSlot is matched by a [*CrossSlotError]: on Redis Cluster, the
 	// lock keys and the fence key of one lock must share a hash slot.
 	ErrCrossSlot = errors.New("redislock: keys in different cluster hash slots")
 
 	// ErrNilClient is returned when the [Client] or its [RedisClient] is nil.
 	ErrNilClient = errors.New("redislock: nil redis client")
+
+	// ErrNotReplicated is matched by a [*ReplicaError]: an obtain with
+	// [Options.MinReplicas] took the lock, but fewer replicas than asked
+	// acknowledged it in time, so it released it.
+	ErrNotReplicated = errors.New("redislock: not acknowledged by enough replicas")
 
 	// ErrNilContext is returned when a nil context is passed.
 	ErrNilContext = errors.New("redislock: nil context")
@@ -65,3 +103,19 @@ func (e *CrossSlotError) Error() string {
 
 // Unwrap returns [ErrCrossSlot].
 func (e *CrossSlotError) Unwrap() error { return ErrCrossSlot }
+
+// lostError is the error of a keep-alive that lost its lock: it matches
+// [ErrLockLost] and its cause.
+type lostError struct {
+	msg   string // after "redislock: lock lost: "
+	cause error  // may be nil
+}
+
+func (e *lostError) Error() string { return ErrLockLost.Error() + ": " + e.msg }
+
+func (e *lostError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{ErrLockLost}
+	}
+	return []error{ErrLockLost, e.cause}
+}

@@ -119,8 +119,51 @@ func ExampleLock_FenceToken() {
 	// refused slow's write (stale token)
 }
 
+// Keep a lock for as long as the work takes, and stop the work the moment
+// the lock is lost: the recommended pattern.
+func ExampleLock_KeepAlive() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+
+	const ttl = 500 * time.Millisecond
+	lock, err := redislock.Obtain(ctx, rdb, "example:keepalive", ttl, nil)
+	if err != nil {
+		log.Fatalln(err)
+	}
+	defer lock.Release(ctx) // stops the keep-alive first
+
+	ka, err := lock.KeepAlive(ttl, nil) // refreshes every ttl/3
+	if err != nil {
+		log.Fatalln(err)
+	}
+	work, cancel := ka.Context(ctx) // cancelled the moment the lock is lost
+	defer cancel()
+
+	// The work outlives the TTL twice over and keeps the lock.
+	select {
+	case <-work.Done():
+		fmt.Println("lock lost:", context.Cause(work))
+		return
+	case <-time.After(2 * ttl):
+		fmt.Println("work done, lock still held:", ka.Err() == nil)
+	}
+
+	// Someone deletes the key: the next refresh finds it gone, and the
+	// work's context says why it ended.
+	rdb.Del(ctx, "example:keepalive")
+	<-work.Done()
+	fmt.Println(errors.Is(context.Cause(work), redislock.ErrLockLost))
+	fmt.Println(context.Cause(work))
+	// Output:
+	// work done, lock still held: true
+	// true
+	// redislock: lock lost: a refresh found it expired or held by another token
+}
+
 // A watchdog without any helper: refresh at a third of the TTL, and stop the
 // work the moment a refresh fails, since the lock may be someone else's.
+// Lock.KeepAlive does this, and also signals a loss while Redis hangs.
 func ExampleLock_Refresh() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})

@@ -142,49 +142,51 @@ func TestFenceTokenSurvivesLostCounter(t *testing.T) {
 }
 
 func TestFenceKeyNotAnInteger(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	ctx := context.Background()
-	key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
-	if err := rdb.Set(ctx, fence, "not-a-number", 0).Err(); err != nil {
-		t.Fatalf("SET: %v", err)
-	}
-	_, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{FenceKey: fence})
-	if err == nil || errors.Is(err, redislock.ErrNotObtained) {
-		t.Fatalf("got %v, want a Redis error naming the fence key", err)
-	}
-	if mustExist(t, rdb, key) {
-		t.Error("lock key written although the fence failed")
-	}
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
+		if err := rdb.Set(ctx, fence, "not-a-number", 0).Err(); err != nil {
+			t.Fatalf("SET: %v", err)
+		}
+		_, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{FenceKey: fence})
+		if err == nil || errors.Is(err, redislock.ErrNotObtained) {
+			t.Fatalf("got %v, want a Redis error naming the fence key", err)
+		}
+		if mustExist(t, rdb, key) {
+			t.Error("lock key written although the fence failed")
+		}
+	})
 }
 
 // The pattern fencing exists for: a holder that paused past its lease
 // cannot overwrite the work of the holder that followed it.
 func TestFenceTokenRefusesStaleHolder(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	ctx := context.Background()
-	key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
-	opt := &redislock.Options{FenceKey: fence}
-	var resource fencedStore
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
+		opt := &redislock.Options{FenceKey: fence}
+		var resource fencedStore
 
-	paused, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt)
-	if err != nil {
-		t.Fatalf("Obtain: %v", err)
-	}
-	expireNow(t, rdb, key) // the first holder's lease runs out while it is paused
-	next, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt)
-	if err != nil {
-		t.Fatalf("Obtain after expiry: %v", err)
-	}
-	if !resource.write(next.FenceToken(), "fresh") {
-		t.Fatal("resource refused the current holder")
-	}
-	if resource.write(paused.FenceToken(), "stale") {
-		t.Error("resource accepted a write from the holder that lost its lease")
-	}
-	if resource.value != "fresh" {
-		t.Errorf("resource = %q, want fresh", resource.value)
-	}
-	_ = next.Release(ctx)
+		paused, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		expireNow(t, rdb, key) // the first holder's lease runs out while it is paused
+		next, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt)
+		if err != nil {
+			t.Fatalf("Obtain after expiry: %v", err)
+		}
+		if !resource.write(next.FenceToken(), "fresh") {
+			t.Fatal("resource refused the current holder")
+		}
+		if resource.write(paused.FenceToken(), "stale") {
+			t.Error("resource accepted a write from the holder that lost its lease")
+		}
+		if resource.value != "fresh" {
+			t.Errorf("resource = %q, want fresh", resource.value)
+		}
+		_ = next.Release(ctx)
+	})
 }
 
 // fencedStore is a protected resource that applies the fencing rule.

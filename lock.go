@@ -2,16 +2,19 @@ package redislock
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
 // releaseTimeout bounds a Release whose context had already ended.
 const releaseTimeout = 5 * time.Second
 
-// Lock is a lock obtained by [Client.Obtain] or [Client.ObtainMulti]. Its
-// accessors only read fields set at creation, and its methods each run one
-// script on Redis, so a Lock is safe for concurrent use. Every method
-// accepts a nil *Lock: it returns a zero value or an error, never panics.
+// Lock is a lock obtained by [Client.Obtain] or [Client.ObtainMulti], or a
+// handle on one from [Client.Attach]. Its accessors only read fields set at
+// creation, its methods each run one script on Redis, and the state of its
+// lease and keep-alive is guarded by a mutex, so a Lock is safe for
+// concurrent use. Every method accepts a nil *Lock: it returns a zero value
+// or an error, never panics.
 type Lock struct {
 	client   RedisClient
 	keys     []string
@@ -20,12 +23,18 @@ type Lock struct {
 	metadata string
 	fence    int64
 	keyBuf   [2]string // keys' storage for one key and a fence key
+	handover *handover // with WaitForRelease: how Release hands the keys over (waiter.go)
 
 	// ttl and sent describe the lease as obtained: the key cannot expire
 	// before sent+ttl (sent is read before the script was sent, on the
 	// monotonic clock). Zero for a Lock built without obtaining it.
+	// Refreshes renew them under mu (see keepalive.go).
 	ttl  time.Duration
 	sent time.Time
+
+	mu        sync.Mutex
+	released  bool       // Release was called: no new lease or keep-alive
+	keepAlive *KeepAlive // the latest, stopped by Release
 }
 
 // Key returns the lock's first key ("" for a nil Lock).
@@ -100,7 +109,8 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // until the context's deadline or, without one, ttl after the call began;
 // when the context ends first the error matches both [ErrNotObtained] and
 // ctx.Err(). A ttl below one millisecond returns [ErrInvalidTTL] before
-// anything is sent. Only opt.RetryStrategy is used.
+// anything is sent. Only opt.RetryStrategy is used. A successful Refresh
+// renews the lease that [Lock.KeepAlive] starts from.
 func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
 	if l == nil {
 		return ErrNotObtained
@@ -112,7 +122,10 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 	if err != nil {
 		return err
 	}
+	lease := time.Duration(ms) * time.Millisecond
 	return retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
+		sent := time.Now()
+		l.leaseSending(sent, lease)
 		ok, err := refreshScript.Run(ctx, l.client, l.keys, l.tokenArg, ms).Int64()
 		switch {
 		case err != nil:
@@ -120,6 +133,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 		case ok != 1:
 			return true, ErrNotObtained
 		}
+		l.leaseRenewed(sent, lease)
 		return true, nil
 	})
 }
@@ -127,7 +141,15 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 // Release deletes every key of the lock that is still held with its token,
 // in one script. It returns [ErrLockNotHeld] when some key had expired or
 // been taken by another: the keys that were still ours are deleted all the
-// same, and the others are left to their holders.
+// same, and the others are left to their holders. A lock obtained with
+// [WaitForRelease] hands each key that has a waiter over to the one that
+// has waited longest instead of deleting it, in the same script.
+//
+// It first stops the lock's keep-alive ([Lock.KeepAlive]), if any, and
+// waits for its goroutine to exit (see [KeepAlive.Stop]), so that no
+// refresh runs after the release; the keep-alive's Err is then
+// [ErrKeepAliveStopped], unless it had lost the lock before. After Release
+// the Lock cannot be kept alive again.
 //
 // When ctx has already ended (a deferred Release in a cancelled request),
 // Release still runs, with ctx's values but without its cancellation,
@@ -140,12 +162,13 @@ func (l *Lock) Release(ctx context.Context) error {
 	if err := checkCall(ctx, l.client); err != nil {
 		return err
 	}
+	l.stopKeepAlive()
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
 	}
-	n, err := releaseScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
+	n, err := l.runRelease(ctx)
 	if err != nil {
 		return err
 	}

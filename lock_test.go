@@ -59,21 +59,23 @@ func TestRefresh(t *testing.T) {
 }
 
 func TestRefreshRetriesTransientErrors(t *testing.T) {
-	f := newFaultyClient(redistest.Standalone(t))
-	ctx := context.Background()
-	lock, err := redislock.Obtain(ctx, f, redistest.Key(t, "job"), time.Minute, nil)
-	if err != nil {
-		t.Fatalf("Obtain: %v", err)
-	}
-	defer lock.Release(ctx)
-	f.failNext(2, errTransient)
-	if err := lock.Refresh(ctx, time.Minute, &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)}); err != nil {
-		t.Errorf("Refresh after 2 transient failures: %v", err)
-	}
-	f.failNext(1, errTransient)
-	if err := lock.Refresh(ctx, time.Minute, nil); !errors.Is(err, errTransient) {
-		t.Errorf("Refresh with NoRetry after a transient failure: got %v, want it", err)
-	}
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		f := newFaultyClient(rdb)
+		ctx := context.Background()
+		lock, err := redislock.Obtain(ctx, f, redistest.Key(t, "job"), time.Minute, nil)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		defer lock.Release(ctx)
+		f.failNext(2, errTransient)
+		if err := lock.Refresh(ctx, time.Minute, &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)}); err != nil {
+			t.Errorf("Refresh after 2 transient failures: %v", err)
+		}
+		f.failNext(1, errTransient)
+		if err := lock.Refresh(ctx, time.Minute, nil); !errors.Is(err, errTransient) {
+			t.Errorf("Refresh with NoRetry after a transient failure: got %v, want it", err)
+		}
+	})
 }
 
 func TestRefreshPartlyLostChangesNothing(t *testing.T) {
@@ -151,35 +153,37 @@ func TestReleasePartlyLost(t *testing.T) {
 }
 
 func TestReleaseTwice(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	ctx := context.Background()
-	lock, err := redislock.Obtain(ctx, rdb, redistest.Key(t, "job"), time.Minute, nil)
-	if err != nil {
-		t.Fatalf("Obtain: %v", err)
-	}
-	if err := lock.Release(ctx); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-	if err := lock.Release(ctx); !errors.Is(err, redislock.ErrLockNotHeld) {
-		t.Errorf("second Release: got %v, want ErrLockNotHeld", err)
-	}
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		lock, err := redislock.Obtain(ctx, rdb, redistest.Key(t, "job"), time.Minute, nil)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		if err := lock.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if err := lock.Release(ctx); !errors.Is(err, redislock.ErrLockNotHeld) {
+			t.Errorf("second Release: got %v, want ErrLockNotHeld", err)
+		}
+	})
 }
 
 func TestReleaseWithEndedContext(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	key := redistest.Key(t, "job")
-	lock, err := redislock.Obtain(context.Background(), rdb, key, time.Minute, nil)
-	if err != nil {
-		t.Fatalf("Obtain: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := lock.Release(ctx); err != nil {
-		t.Errorf("Release with a cancelled context: %v", err)
-	}
-	if mustExist(t, rdb, key) {
-		t.Error("key left after Release with a cancelled context")
-	}
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		key := redistest.Key(t, "job")
+		lock, err := redislock.Obtain(context.Background(), rdb, key, time.Minute, nil)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := lock.Release(ctx); err != nil {
+			t.Errorf("Release with a cancelled context: %v", err)
+		}
+		if mustExist(t, rdb, key) {
+			t.Error("key left after Release with a cancelled context")
+		}
+	})
 }
 
 // Defect 8: accessors panicked on a nil *Lock.

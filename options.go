@@ -1,5 +1,7 @@
 package redislock
 
+import "time"
+
 // Options tunes one [Client.Obtain], [Client.ObtainMulti] or [Lock.Refresh]
 // call. A nil *Options means all defaults. The library never modifies an
 // Options value and keeps no per-call state in it, so one value may be
@@ -29,6 +31,24 @@ type Options struct {
 	// "{job}:lock"). It must not be one of the lock keys. Refresh ignores it.
 	// Default: empty, no fencing (FenceToken returns 0).
 	FenceKey string
+
+	// MinReplicas, when above zero, makes Obtain and ObtainMulti confirm
+	// the lock on at least this many replicas before returning it: on the
+	// connection to the lock's master they send the obtain script again
+	// (re-entrant: same token, same fence token) pipelined with Redis WAIT,
+	// one more round trip. When fewer replicas acknowledge within
+	// ReplicaTimeout, the lock is released and the call fails with a
+	// [*ReplicaError] ([ErrNotReplicated]). It narrows the window in which
+	// a failover loses a lock, at a cost in availability (see the package
+	// documentation). It needs a *redis.Client (single node or Sentinel
+	// failover client) or a *redis.ClusterClient; with any other client
+	// the call fails before sending anything. Refresh ignores it.
+	// Default: 0, no confirmation: replication is asynchronous.
+	MinReplicas int
+
+	// ReplicaTimeout bounds the wait for MinReplicas replicas.
+	// Default: a tenth of the TTL, at least 1 ms.
+	ReplicaTimeout time.Duration
 }
 
 func (o *Options) retryStrategy() RetryStrategy {
@@ -57,4 +77,18 @@ func (o *Options) fenceKey() string {
 		return ""
 	}
 	return o.FenceKey
+}
+
+func (o *Options) minReplicas() int {
+	if o == nil {
+		return 0
+	}
+	return o.MinReplicas
+}
+
+func (o *Options) replicaTimeout() time.Duration {
+	if o == nil {
+		return 0
+	}
+	return o.ReplicaTimeout
 }

@@ -9,7 +9,13 @@ import (
 // One Lua script per verb; each file's header lists its KEYS, ARGV and
 // replies. go-redis runs them with EVALSHA and falls back to EVAL when the
 // server answers NOSCRIPT (a restarted server, a new master after failover).
+//
+// handover.lua is not a script: it defines the function that hands a key
+// over to its next waiter (see [WaitForRelease]), prepended to the scripts
+// that call it. Lua compiles it with the script, once per server.
 var (
+	//go:embed lua/handover.lua
+	handoverSource string
 	//go:embed lua/obtain.lua
 	obtainSource string
 	//go:embed lua/refresh.lua
@@ -18,15 +24,23 @@ var (
 	releaseSource string
 	//go:embed lua/ttl.lua
 	ttlSource string
+	//go:embed lua/leave.lua
+	leaveSource string
 
-	obtainScript  = redis.NewScript(obtainSource)
+	obtainScript  = redis.NewScript(handoverSource + obtainSource)
 	refreshScript = redis.NewScript(refreshSource)
-	releaseScript = redis.NewScript(releaseSource)
+	releaseScript = redis.NewScript(handoverSource + releaseSource)
 	ttlScript     = redis.NewScript(ttlSource)
+	leaveScript   = redis.NewScript(handoverSource + leaveSource)
 )
 
 // Pre-boxed script arguments, so that the hot path does not allocate them.
 var (
 	argFenced   any = "1"
 	argUnfenced any = "0"
+	argNoGrant  any = ""
+
+	// The durations of event-driven waiting (see waiter.go), in milliseconds.
+	argRegistration any = int64(waitRegistration / 1e6)
+	argReservation  any = int64(handoverReservation / 1e6)
 )

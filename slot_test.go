@@ -37,10 +37,11 @@ func TestHashSlot(t *testing.T) {
 }
 
 func TestCrossSlotRejectedBeforeSending(t *testing.T) {
-	// The address is never dialled: the check runs before any command.
+	// Nothing listens at this address: had a command been sent, the error
+	// would be a dial error, not a *CrossSlotError. TestCrossSlotReachesNoServer
+	// checks the same on a real cluster with INFO commandstats.
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	defer cluster.Close()
-	f := newFaultyClient(cluster)
 	locker := redislock.New(cluster)
 	ctx := context.Background()
 
@@ -55,8 +56,5 @@ func TestCrossSlotRejectedBeforeSending(t *testing.T) {
 	_, err = locker.Obtain(ctx, "{job}:lock", time.Second, &redislock.Options{FenceKey: "fence"})
 	if !errors.As(err, &cross) || len(cross.Keys) != 2 || cross.Keys[1] != "fence" {
 		t.Errorf("fence key in another slot: got %v", err)
-	}
-	if f.calls() != 0 {
-		t.Errorf("%d script calls sent", f.calls())
 	}
 }

@@ -3,15 +3,21 @@ package redislock
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 )
 
-// checkCall rejects a nil client or context before anything is sent.
+// checkCall rejects a nil client or context before anything is sent. A
+// typed nil (a nil *redis.Client passed as a RedisClient) is a nil client
+// too: calling it would panic inside go-redis.
 func checkCall(ctx context.Context, client RedisClient) error {
 	if ctx == nil {
 		return ErrNilContext
 	}
 	if client == nil {
+		return ErrNilClient
+	}
+	if v := reflect.ValueOf(client); v.Kind() == reflect.Pointer && v.IsNil() {
 		return ErrNilClient
 	}
 	return nil

@@ -1,20 +1,37 @@
--- release.lua: delete the lock keys that are still ours.
+-- release.lua: delete the lock keys that are still ours, or, for a lock
+-- obtained to wait (see WaitForRelease), hand each over to its next waiter.
+-- Calls handover() from handover.lua, which scripts.go prepends.
 --
--- KEYS[1..n]  the lock keys.
+-- KEYS[1..n]       the lock keys.
+-- Then, only when ARGV[2] is given:
+-- KEYS[n+1..2n]    the wait queue of each lock key (a sorted set).
+-- KEYS[2n+1..3n]   the wake-up list of each lock key.
 -- ARGV[1]     the token.
+-- ARGV[2]     optional: how long (ms) a key handed over stays reserved for
+--             the woken waiter. Without it, keys are only deleted.
 --
 -- A key is ours when its value starts with "<#token>:<token>:" (see obtain.lua).
--- Keys held by another, or gone, are left alone.
+-- Keys held by another, or gone, are left alone. With ARGV[2], each key of
+-- ours whose queue has live waiters is handed over to the one that has
+-- waited longest (handover.lua); the others are deleted.
 --
--- Reply, an integer: how many keys were deleted. Fewer than n means the lock
--- had been lost, at least in part.
+-- Reply, an integer: how many keys were ours (deleted or handed over).
+-- Fewer than n means the lock had been lost, at least in part.
 local token = ARGV[1]
+local reserve = ARGV[2]
+local n = #KEYS
+if reserve then n = n / 3 end
 local prefix = #token .. ":" .. token .. ":"
 local deleted = 0
-for i = 1, #KEYS do
+for i = 1, n do
   local v = redis.call("GET", KEYS[i])
   if v and string.sub(v, 1, #prefix) == prefix then
-    deleted = deleted + redis.call("DEL", KEYS[i])
+    if reserve then
+      handover(KEYS[i], KEYS[n + i], KEYS[2 * n + i], reserve, i)
+      deleted = deleted + 1
+    else
+      deleted = deleted + redis.call("DEL", KEYS[i])
+    end
   end
 end
 return deleted

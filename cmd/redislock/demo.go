@@ -36,7 +36,11 @@ const (
 const demoHelp = `Runs a short narrated demo of redislock against REDIS_URL, or against an
 in-process miniredis when REDIS_URL is not set: five workers contend for one
 job lock, then a holder that paused past its lease is stopped by a fencing
-token. It uses keys under "demo:" and takes about a second.`
+token. It uses keys under "demo:" and takes about a second.
+
+Examples:
+  redislock demo
+  REDIS_URL=redis://127.0.0.1:6379/0 redislock demo`
 
 // runDemo is the "demo" subcommand.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -1,25 +1,34 @@
 // Command redislock is the command-line tool of
-// github.com/redislock/redislock.
+// github.com/redislock/redislock: it runs a command under a distributed
+// lock (like flock(1) across machines), shows and releases locks, and
+// demonstrates the library.
 //
 // Usage:
 //
-//	redislock <command> [flags]
+//	redislock run [flags] KEY [--] COMMAND [ARG...]
+//	redislock status [flags] KEY...
+//	redislock release [flags] KEY... --token TOKEN
+//	redislock demo [--redis URL]
+//	redislock version
 //
 // Run "redislock --help" for the list of commands and "redislock <command>
-// --help" for the flags of one.
+// --help" for the flags of one, with examples.
 //
 // It is a module of its own so that what it needs (an embedded miniredis
-// for the demo) never becomes a dependency of the library.
+// for the demo) never becomes a dependency of the library. Install it from
+// a checkout with "cd cmd/redislock && go install ." (its go.mod replaces
+// the library with the checkout, which "go install ...@version" refuses).
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // command is one subcommand: "redislock <name> [flags]".
@@ -34,15 +43,30 @@ type command struct {
 // commands lists the subcommands, in the order the usage shows them. A new
 // subcommand is one more entry here and a file of its own.
 var commands = []command{
+	{name: "run", summary: "run a command while holding a lock, and release it when the command exits", run: runRun},
+	{name: "status", summary: "show whether locks are held, by whom, for how long", run: runStatus},
+	{name: "release", summary: "release a lock given its token (cleanup after a crashed holder)", run: runRelease},
 	{name: "demo", summary: "show workers contending for a lock, and fencing refusing a stale holder", run: runDemo},
+	{name: "version", summary: "print the version", run: runVersion},
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// go-redis logs failed dials and the like on stderr; every error the
+	// tool meets is reported once, in its own words.
+	redis.SetLogger(quietLogger{})
+	// "run" handles signals itself (it forwards them to its command).
+	// SIGTERM is never reported ignored, so the list is never empty (which
+	// would mean every signal).
+	ctx, stop := signal.NotifyContext(context.Background(), notIgnored(os.Interrupt, syscall.SIGTERM)...)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
+
+// quietLogger discards go-redis's log messages.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // run dispatches args to a subcommand and returns the exit code. No args or
 // an unknown command prints the usage on stderr and returns 2; a request
@@ -56,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
+	case "-version", "--version":
+		return runVersion(ctx, args[1:], stdout, stderr)
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
@@ -69,37 +95,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: redislock <command> [flags]")
+	fmt.Fprintln(w, "       redislock --version")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, `Run "redislock <command> --help" for the flags of a command.`)
+	fmt.Fprintln(w, mainHelp)
 }
 
-// parseFlags parses a subcommand's args into fs, whose Usage describes the
-// subcommand. It returns ok when the subcommand should go on. Otherwise it
-// returns the exit code: 0 after printing the usage on stdout for -h or
-// --help, 2 after printing the error and the usage on stderr for a bad
-// flag.
-func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
-	usage := fs.Usage
-	fs.Usage = func() {} // printed below, on the stream that fits
-	fs.SetOutput(stderr)
-	err := fs.Parse(args)
-	fs.Usage = usage
-	switch {
-	case err == nil:
-		return 0, true
-	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stdout)
-		fs.Usage()
-		fs.SetOutput(stderr)
-		return 0, false
-	default:
-		// fs has already printed the error on stderr.
-		fs.Usage()
-		return 2, false
-	}
-}
+const mainHelp = `Redis: --redis URL on each command, else $REDIS_URL, else redis://127.0.0.1:6379;
+--cluster and --sentinel-master for Cluster and Sentinel (see a command's --help).
+
+Examples:
+  redislock run --ttl 1m nightly-report -- ./report.sh
+  redislock status nightly-report
+  redislock release nightly-report --token TOKEN
+
+Run "redislock <command> --help" for the flags of a command, with examples.`

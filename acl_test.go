@@ -1,0 +1,180 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// lockACL is the least privilege a lock client needs, as README.md
+// documents it: the two script commands, the commands the scripts call, and
+// the keys of the locks and their fence keys.
+var lockACL = []string{"~locks:*", "+evalsha", "+eval", "+get", "+set", "+del", "+pexpire", "+pttl", "+time"}
+
+// setUser creates (or resets) an ACL user named and authenticated by name,
+// with rules.
+func setUser(t *testing.T, admin *redis.Client, name string, rules []string) {
+	t.Helper()
+	args := []any{"ACL", "SETUSER", name, "reset", "on", ">" + name, "resetchannels", "-@all"}
+	for _, r := range rules {
+		args = append(args, r)
+	}
+	if err := admin.Do(context.Background(), args...).Err(); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+}
+
+// useEveryFeature exercises the whole lock API on keys under prefix and
+// returns the first unexpected error.
+func useEveryFeature(ctx context.Context, rdb redislock.RedisClient, prefix string) error {
+	key, fence := prefix+":lock", prefix+":fence"
+	lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{FenceKey: fence, Metadata: "host:1"})
+	if err != nil {
+		return fmt.Errorf("Obtain: %w", err)
+	}
+	if _, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{
+		RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(time.Millisecond), 2),
+	}); !errors.Is(err, redislock.ErrNotObtained) {
+		return fmt.Errorf("Obtain of a held lock: %w", err)
+	}
+	again, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{Token: lock.Token(), FenceKey: fence})
+	if err != nil || again.FenceToken() != lock.FenceToken() {
+		return fmt.Errorf("re-entrant Obtain: token %d, %w", again.FenceToken(), err)
+	}
+	if d, err := lock.TTL(ctx); err != nil || d <= 0 {
+		return fmt.Errorf("TTL = %v: %w", d, err)
+	}
+	if err := lock.Refresh(ctx, 2*time.Minute, nil); err != nil {
+		return fmt.Errorf("Refresh: %w", err)
+	}
+	multi, err := redislock.ObtainMulti(ctx, rdb, []string{prefix + ":a", prefix + ":b"}, time.Minute, &redislock.Options{FenceKey: fence})
+	if err != nil {
+		return fmt.Errorf("ObtainMulti: %w", err)
+	}
+	if err := multi.Release(ctx); err != nil {
+		return fmt.Errorf("Release of ObtainMulti: %w", err)
+	}
+	if err := lock.Release(ctx); err != nil {
+		return fmt.Errorf("Release: %w", err)
+	}
+	if err := lock.Release(ctx); !errors.Is(err, redislock.ErrLockNotHeld) {
+		return fmt.Errorf("second Release: %w", err)
+	}
+	if err := lock.Refresh(ctx, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
+		return fmt.Errorf("Refresh of a released lock: %w", err)
+	}
+	return nil
+}
+
+// permissionDenied reports whether err is Redis refusing a command or a key
+// to the user: NOPERM for EVAL, EVALSHA and the script's declared keys, and
+// for a command called inside a script, the error that wraps it.
+func permissionDenied(err error) bool {
+	var reply redis.Error
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	// Redis 7: "NOPERM …" or "ERR The user executing the script can't run
+	// this command …"; Valkey 8: "ERR ACL failure in script: User … has no
+	// permissions to run the 'get' command".
+	return errors.As(err, &reply) &&
+		(strings.Contains(msg, "NOPERM") || strings.Contains(msg, "can't run this command") || strings.Contains(msg, "no permissions"))
+}
+
+func TestACLLeastPrivilege(t *testing.T) {
+	t.Parallel()
+	for _, f := range []redistest.Flavor{redistest.Redis, redistest.Valkey} {
+		t.Run(string(f), func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.NewServer(t, f)
+			admin := srv.Client(t)
+			ctx := context.Background()
+			connect := func(user string) *redis.Client {
+				o := srv.Options()
+				o.Username, o.Password = user, user
+				c := redis.NewClient(o)
+				t.Cleanup(func() { _ = c.Close() })
+				return c
+			}
+
+			setUser(t, admin, "locker", lockACL)
+			if err := useEveryFeature(ctx, connect("locker"), "locks:"+t.Name()); err != nil {
+				t.Fatalf("with the documented ACL %v: %v", lockACL, err)
+			}
+
+			// Without any one of its rules, the user gets a clear refusal
+			// and nothing is left half-written: whatever a call left is a
+			// whole lock, with its expiry, or a fence counter. The script
+			// cache is flushed first, as after a restart or a failover, so
+			// that EVAL is needed again.
+			for i, rule := range lockACL {
+				if err := admin.ScriptFlush(ctx).Err(); err != nil {
+					t.Fatalf("SCRIPT FLUSH: %v", err)
+				}
+				rules := slices.Delete(slices.Clone(lockACL), i, i+1)
+				if rule == "~locks:*" {
+					rules = append(rules, "~other:*")
+				}
+				user := "without-" + strings.TrimLeft(rule, "+~:*")
+				setUser(t, admin, user, rules)
+				prefix := "locks:" + user
+				err := useEveryFeature(ctx, connect(user), prefix)
+				if !permissionDenied(err) {
+					t.Errorf("without %q: got %v, want NOPERM or \"can't run this command\"", rule, err)
+				}
+				keys, _ := admin.Keys(ctx, prefix+":*").Result()
+				for _, k := range keys {
+					v := mustGet(t, admin, k)
+					if k == prefix+":fence" {
+						if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+							t.Errorf("without %q: fence counter %q", rule, v)
+						}
+						continue
+					}
+					if _, _, _, ok := refParse(v); !ok || admin.PTTL(ctx, k).Val() <= 0 {
+						t.Errorf("without %q: %s left as %q with PTTL %v", rule, k, v, admin.PTTL(ctx, k).Val())
+					}
+				}
+			}
+
+			// Options.MinReplicas also needs WAIT: without it, a refusal;
+			// with it, WAIT runs and finds no replica on this server.
+			setUser(t, admin, "waiter", append(slices.Clone(lockACL), "+wait"))
+			for user, want := range map[string]func(error) bool{
+				"locker": permissionDenied,
+				"waiter": func(err error) bool { return errors.Is(err, redislock.ErrNotReplicated) },
+			} {
+				_, err := redislock.Obtain(ctx, connect(user), "locks:"+user+":min-replicas", time.Minute, &redislock.Options{MinReplicas: 1, ReplicaTimeout: 10 * time.Millisecond})
+				if !want(err) {
+					t.Errorf("Obtain with MinReplicas as %s: got %v", user, err)
+				}
+				if n := admin.Exists(ctx, "locks:"+user+":min-replicas").Val(); n != 0 {
+					t.Errorf("Obtain with MinReplicas as %s left the lock", user)
+				}
+			}
+		})
+	}
+}
+
+// README.md documents exactly the ACL that the test grants.
+func TestACLDocumented(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := "ACL SETUSER locker on >password resetchannels -@all " + strings.Join(lockACL, " ")
+	if !strings.Contains(string(readme), rule) {
+		t.Errorf("README.md does not contain the tested ACL:\n%s", rule)
+	}
+}

@@ -1,0 +1,34 @@
+// Package chaos checks redislock under faults: it records what many
+// concurrent clients did (obtain, refresh, write to a fenced resource,
+// release) and checks the history by code.
+//
+// The package itself is the checker ([History], [Check], [Store]); its
+// tests drive real redis-server processes through an in-process toxiproxy
+// (latency, stalls, replies lost after the command ran, resets, partitions)
+// and through server restarts, Sentinel and Cluster failovers and client
+// pauses, then check each history. It is its own module, so that toxiproxy
+// and its dependencies never reach the library's go.mod.
+//
+// `make test` runs a short schedule of every fault kind; `make chaos` runs
+// the long one (go test -chaos.long) and prints a table per fault kind.
+//
+// What is checked, per lock key:
+//
+//   - Fencing: the [Store] (the protected resource) never accepted a write
+//     whose token was lower than one it had accepted before, and tokens
+//     follow real time: an acquisition that began after another ended has a
+//     higher fence token, even across data loss.
+//   - Mutual exclusion: two acquisitions whose holders both believed they
+//     held the lock at the same moment, by their local validity (from the
+//     moment Obtain returned until the earliest of: the send time of the
+//     last successful Obtain or Refresh plus the TTL, and the start of
+//     Release). None is expected without failover or data loss.
+//   - No obtain of a held lock: no Obtain call that ran entirely inside
+//     another holder's validity returned a lock.
+//   - No early loss: no Refresh or Release completed inside the holder's
+//     validity and found the lock gone.
+//
+// Validity is measured on the client's monotonic clock from a time taken
+// before the command was sent, so it never outlasts the key on the server
+// (all processes share one machine and one clock here).
+package chaos

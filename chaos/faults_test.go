@@ -1,0 +1,460 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/chaos"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// scale is the size of a run: the short one for make test, the long one
+// for make chaos (-chaos.long).
+type scale struct {
+	runs    int           // runs of each fault kind
+	dur     time.Duration // length of one run of a proxied fault kind
+	workers int
+	keys    int // lock keys the workers contend for
+	ttl     time.Duration
+	// failovers per run of a Sentinel or Cluster fault kind.
+	failovers int
+}
+
+func currentScale() scale {
+	if *long {
+		return scale{runs: 4, dur: 8 * time.Second, workers: 8, keys: 2, ttl: 200 * time.Millisecond, failovers: 3}
+	}
+	return scale{runs: 1, dur: 1500 * time.Millisecond, workers: 4, keys: 2, ttl: 200 * time.Millisecond, failovers: 1}
+}
+
+// kindOrder is the order of the fault kinds in the results table.
+var kindOrder = []string{
+	"none", "latency", "stall", "lost-reply", "reset", "partition", "pause", "restart",
+	"sentinel-failover", "sentinel-failover+ack", "sentinel-kill",
+	"cluster-failover", "cluster-takeover", "load",
+}
+
+func kindRank(kind string) int {
+	if i := slices.Index(kindOrder, kind); i >= 0 {
+		return i
+	}
+	return len(kindOrder)
+}
+
+// env is what a fault schedule acts on during one run.
+type env struct {
+	t     *testing.T
+	sc    scale
+	h     *chaos.History
+	rnd   *rand.Rand
+	begin time.Time
+
+	netErrs errCounter // add it to every worker's client as a hook
+
+	server  *redistest.Server // standalone kinds
+	proxies []*proxy          // standalone kinds: one per worker
+
+	sentinel *redistest.Sentinel
+	cluster  *redistest.Cluster
+	keys     []string
+}
+
+// running reports whether the run is still within its length.
+func (e *env) running() bool { return time.Since(e.begin) < e.sc.dur }
+
+// hold lets the schedule's current state last for d. Fault schedules are
+// made of time; nothing here waits for another goroutine.
+func (e *env) hold(d time.Duration) { time.Sleep(d) }
+
+// victims returns a random non-empty half (or less) of the proxies.
+func (e *env) victims() []*proxy {
+	n := 1 + e.rnd.IntN(max(1, len(e.proxies)/2))
+	perm := e.rnd.Perm(len(e.proxies))
+	out := make([]*proxy, n)
+	for i := range out {
+		out[i] = e.proxies[perm[i]]
+	}
+	return out
+}
+
+// clientsOf returns the worker numbers (1-based) of victims.
+func (e *env) clientsOf(victims []*proxy) []int {
+	var ids []int
+	for _, v := range victims {
+		ids = append(ids, slices.Index(e.proxies, v)+1)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// cycle repeats, until the run ends: calm, then fault applied to some
+// victims for faultFor, then healed.
+func (e *env) cycle(calm, faultFor time.Duration, name string, apply func(v *proxy)) {
+	for e.running() {
+		e.hold(calm)
+		victims := e.victims()
+		e.h.Fault("%s on clients %v", name, e.clientsOf(victims))
+		for _, v := range victims {
+			apply(v)
+		}
+		e.hold(faultFor)
+		for _, v := range victims {
+			v.heal()
+		}
+		e.h.Fault("healed clients %v", e.clientsOf(victims))
+	}
+}
+
+// faultKind is one kind of fault: a schedule that runs on the test
+// goroutine while the workers run.
+type faultKind struct {
+	name string
+	// lossy kinds (failover, data loss) may let two holders overlap: the
+	// overlaps are measured, not forbidden.
+	lossy bool
+	// pause, when not nil, makes holders pause (see workload.pause).
+	pause func(sc scale) func(*rand.Rand) time.Duration
+	// options of every obtain.
+	options func() redislock.Options
+	// believe, when not zero, is how long a holder believes its lease lasts
+	// (see workload.believe): longer than the TTL makes an unsafe client.
+	believe time.Duration
+	// work, when not zero, is the time between two writes of a holder.
+	work time.Duration
+	// schedule applies the faults; it returns when the run is over.
+	schedule func(e *env)
+	// effect returns "" when the run shows that the faults bit, or says
+	// what is missing; netErrs counts the commands and dials of the
+	// workers that failed other than with a Redis reply.
+	effect func(r chaos.Report, netErrs int64) string
+}
+
+func failedSome(_ chaos.Report, netErrs int64) string {
+	if netErrs == 0 {
+		return "no command failed: the fault had no effect"
+	}
+	return ""
+}
+
+// standaloneKinds are the faults injected between the clients and one
+// redis-server, through a proxy per client.
+var standaloneKinds = []faultKind{
+	{
+		name:     "none",
+		schedule: func(e *env) { e.hold(e.sc.dur) },
+	},
+	{
+		name: "latency",
+		schedule: func(e *env) {
+			ttl := e.sc.ttl
+			e.cycle(ttl, 2*ttl, "latency", func(v *proxy) {
+				attrs := fmt.Sprintf(`"latency":%d,"jitter":%d`, (ttl / 8).Milliseconds(), (ttl / 16).Milliseconds())
+				v.toxic(e.t, "lat-up", "latency", "upstream", attrs)
+				v.toxic(e.t, "lat-down", "latency", "downstream", attrs)
+			})
+		},
+	},
+	{
+		// Commands reach the server late, after the client gave up on them.
+		name: "stall",
+		schedule: func(e *env) {
+			ttl := e.sc.ttl
+			e.cycle(ttl, 2*ttl, "stall", func(v *proxy) {
+				v.toxic(e.t, "stall", "latency", "upstream", fmt.Sprintf(`"latency":%d`, ttl.Milliseconds()))
+			})
+		},
+		effect: failedSome,
+	},
+	{
+		// Commands run; their replies are dropped: the ambiguous outcome.
+		name: "lost-reply",
+		schedule: func(e *env) {
+			ttl := e.sc.ttl
+			e.cycle(ttl, ttl, "replies dropped", func(v *proxy) {
+				v.toxic(e.t, "drop", "timeout", "downstream", `"timeout":0`)
+			})
+		},
+		effect: failedSome,
+	},
+	{
+		name: "reset",
+		schedule: func(e *env) {
+			ttl := e.sc.ttl
+			e.cycle(ttl/2, ttl/2, "connection resets", func(v *proxy) {
+				// Before the command reaches the server, or after it ran.
+				stream := [...]string{"upstream", "downstream"}[e.rnd.IntN(2)]
+				v.toxic(e.t, "reset", "reset_peer", stream, `"timeout":0`)
+			})
+		},
+		effect: failedSome,
+	},
+	{
+		// Full partitions of some clients, silent (packets dropped) or
+		// loud (connections refused), then healed.
+		name: "partition",
+		schedule: func(e *env) {
+			ttl := e.sc.ttl
+			for e.running() {
+				e.hold(ttl)
+				victims := e.victims()
+				silent := e.rnd.IntN(2) == 0
+				if silent {
+					e.h.Fault("silent partition of clients %v", e.clientsOf(victims))
+					for _, v := range victims {
+						v.toxic(e.t, "blackhole-up", "timeout", "upstream", `"timeout":0`)
+						v.toxic(e.t, "blackhole-down", "timeout", "downstream", `"timeout":0`)
+					}
+				} else {
+					e.h.Fault("connections of clients %v refused", e.clientsOf(victims))
+					for _, v := range victims {
+						v.disconnect()
+					}
+				}
+				e.hold(2 * ttl)
+				for _, v := range victims {
+					if silent {
+						v.heal()
+					} else {
+						v.reconnect(e.t)
+					}
+				}
+				e.h.Fault("partition of clients %v healed", e.clientsOf(victims))
+			}
+		},
+		effect: failedSome,
+	},
+	{
+		// A holder stops (a GC pause) after checking its lease and before
+		// writing, for longer than the lease.
+		name: "pause",
+		pause: func(sc scale) func(*rand.Rand) time.Duration {
+			return func(r *rand.Rand) time.Duration {
+				if r.IntN(4) == 0 {
+					return 2 * sc.ttl
+				}
+				return 0
+			}
+		},
+		schedule: func(e *env) { e.hold(e.sc.dur) },
+		effect: func(r chaos.Report, _ int64) string {
+			if r.StaleRefused == 0 {
+				return "no write of a paused holder was refused"
+			}
+			return ""
+		},
+	},
+	{
+		// The server is killed and restarted without persistence: every
+		// lock and fence counter is lost.
+		name:  "restart",
+		lossy: true,
+		schedule: func(e *env) {
+			for e.running() {
+				e.hold(e.sc.dur / 3)
+				e.h.Fault("kill and restart the server")
+				e.server.Restart(e.t)
+				e.h.Fault("server restarted")
+			}
+		},
+		// go-redis drops the pooled connections that the restart closed
+		// and dials again, often without a single command failing: what
+		// the restart does is lose the data, which the report measures.
+	},
+}
+
+// clientOptions are the go-redis options of a worker's client: timeouts
+// short next to the TTL, bounded by the call's context, one retry.
+func clientOptions(addr string, ttl time.Duration) *redis.Options {
+	return &redis.Options{
+		Addr:                  addr,
+		Protocol:              2,
+		DisableIdentity:       true,
+		DialTimeout:           ttl / 2,
+		DialerRetries:         1,
+		ReadTimeout:           ttl / 2,
+		WriteTimeout:          ttl / 2,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            1,
+		MinRetryBackoff:       5 * time.Millisecond,
+		MaxRetryBackoff:       20 * time.Millisecond,
+		PoolSize:              4,
+	}
+}
+
+// TestFaults runs every standalone fault kind (see standaloneKinds) against
+// a redis-server of its own, each worker behind a proxy of its own, and
+// checks each run's history.
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	for _, kind := range standaloneKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			sc := currentScale()
+			for run := range sc.runs {
+				t.Run(fmt.Sprint("run", run+1), func(t *testing.T) {
+					srv := redistest.NewServer(t, redistest.Redis)
+					e := &env{t: t, sc: sc, server: srv, keys: lockKeys(t, sc.keys)}
+					var clients []redislock.RedisClient
+					for range sc.workers {
+						p := newProxy(t, srv.Addr())
+						e.proxies = append(e.proxies, p)
+						c := redis.NewClient(clientOptions(p.Addr(), sc.ttl))
+						c.AddHook(&e.netErrs)
+						t.Cleanup(func() { _ = c.Close() })
+						clients = append(clients, c)
+					}
+					runKind(t, e, kind, clients, func() {
+						for _, p := range e.proxies {
+							p.heal()
+						}
+					})
+				})
+			}
+		})
+	}
+}
+
+// runKind runs kind on clients (see runSchedule), checks the history,
+// records the report in the results table and fails the test for any
+// violation that kind does not allow.
+func runKind(t *testing.T, e *env, kind faultKind, clients []redislock.RedisClient, heal func()) {
+	t.Helper()
+	rep := runSchedule(t, e, kind, clients, heal)
+	netErrs := e.netErrs.n.Load()
+	results.add(kind.name, rep, netErrs)
+	t.Logf("%s: %d ops, %d obtains, %d failed, %d network errors, %d overlaps, %d stale writes refused, %d accepted",
+		kind.name, rep.Ops, rep.Obtains, rep.Failed, netErrs, rep.Overlaps, rep.StaleRefused, rep.StaleAccepted)
+	checkReport(t, kind, rep, netErrs)
+}
+
+// runSchedule runs the workload on clients while kind's schedule runs on
+// the test goroutine, heals (so that the last releases go through), waits
+// for every worker to finish, and returns the check of the history.
+func runSchedule(t *testing.T, e *env, kind faultKind, clients []redislock.RedisClient, heal func()) chaos.Report {
+	t.Helper()
+	e.h = chaos.NewHistory()
+	e.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	w := &workload{
+		h:       e.h,
+		store:   chaos.NewStore(e.h),
+		keys:    e.keys,
+		ttl:     e.sc.ttl,
+		writes:  4,
+		work:    e.sc.ttl / 20,
+		options: kind.options,
+		believe: kind.believe,
+	}
+	if kind.pause != nil {
+		w.pause = kind.pause(e.sc)
+	}
+	if kind.work > 0 {
+		w.work = kind.work
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.run(clients, stop)
+	}()
+	e.begin = time.Now()
+	func() {
+		// Stop the workers even when the schedule fails the test.
+		defer func() {
+			heal()
+			close(stop)
+			<-done
+		}()
+		kind.schedule(e)
+	}()
+	return chaos.Check(e.h.Events())
+}
+
+// The checker is only worth something if it catches an unsafe client on a
+// real server: here the holders believe their lease lasts four TTLs.
+func TestFaultsCatchUnsafeClient(t *testing.T) {
+	t.Parallel()
+	sc := currentScale()
+	sc.dur = time.Second
+	srv := redistest.NewServer(t, redistest.Redis)
+	e := &env{t: t, sc: sc, server: srv, keys: lockKeys(t, 1)}
+	var clients []redislock.RedisClient
+	for range sc.workers {
+		c := redis.NewClient(clientOptions(srv.Addr(), sc.ttl))
+		t.Cleanup(func() { _ = c.Close() })
+		clients = append(clients, c)
+	}
+	// Each holder works for two TTLs without refreshing.
+	kind := faultKind{name: "unsafe", believe: 4 * sc.ttl, work: sc.ttl / 2, schedule: func(e *env) { e.hold(e.sc.dur) }}
+	rep := runSchedule(t, e, kind, clients, func() {})
+	t.Logf("unsafe client: %d obtains, %d overlaps, %d obtained while held, %d honest writes refused",
+		rep.Obtains, rep.Overlaps, rep.ObtainedWhileHeld, rep.HonestRefused)
+	if rep.Overlaps == 0 || rep.ObtainedWhileHeld == 0 || rep.HonestRefused == 0 {
+		t.Errorf("the checker missed an unsafe client: %+v", rep)
+	}
+	if rep.StaleAccepted != 0 || rep.TokenOrder != 0 {
+		t.Errorf("fencing must hold even for an unsafe client: %d stale writes accepted, %d token-order violations", rep.StaleAccepted, rep.TokenOrder)
+	}
+	if len(rep.Violations) > 0 {
+		t.Logf("for example:\n%s", rep.Violations[0])
+	}
+}
+
+// checkReport fails the test for what must never happen, and for what must
+// not happen without failover or data loss, printing the minimal history
+// of each violation.
+func checkReport(t *testing.T, kind faultKind, rep chaos.Report, netErrs int64) {
+	t.Helper()
+	if rep.Obtains == 0 {
+		t.Errorf("%s: no lock was ever obtained", kind.name)
+	}
+	always := map[string]int{"stale write accepted": rep.StaleAccepted, "token order": rep.TokenOrder}
+	unlessLossy := map[string]int{
+		"overlap": rep.Overlaps, "obtained while held": rep.ObtainedWhileHeld,
+		"lost early": rep.LostEarly, "honest write refused": rep.HonestRefused,
+	}
+	bad := map[string]bool{}
+	for k, n := range always {
+		if n > 0 {
+			bad[k] = true
+			t.Errorf("%s: %d × %s", kind.name, n, k)
+		}
+	}
+	if !kind.lossy {
+		for k, n := range unlessLossy {
+			if n > 0 {
+				bad[k] = true
+				t.Errorf("%s: %d × %s (none expected without failover or data loss)", kind.name, n, k)
+			}
+		}
+	}
+	for _, v := range rep.Violations {
+		if bad[v.Kind] {
+			t.Log(v)
+		}
+	}
+	if kind.effect != nil {
+		if msg := kind.effect(rep, netErrs); msg != "" {
+			t.Errorf("%s: %s", kind.name, msg)
+		}
+	}
+}
+
+// ctxTimeout is a context for an admin command of a schedule.
+func ctxTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+// lockKeys returns n lock keys of t, in one hash slot.
+func lockKeys(t *testing.T, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = redistest.Key(t, fmt.Sprint("lock", i+1))
+	}
+	return keys
+}

@@ -1,0 +1,208 @@
+package chaos_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// sentinelKinds are failovers of a Sentinel setup (a master, a replica,
+// three sentinels) while the workers run through go-redis failover clients.
+// Replication is asynchronous and the old master accepts writes until it is
+// turned into a replica, so locks can be lost: overlaps are measured.
+var sentinelKinds = []faultKind{
+	{
+		name:     "sentinel-failover",
+		lossy:    true,
+		schedule: sentinelFailovers,
+	},
+	{
+		// The same failovers, every obtain confirmed on the replica
+		// (Options.MinReplicas): compare with sentinel-failover.
+		name:     "sentinel-failover+ack",
+		lossy:    true,
+		options:  func() redislock.Options { return redislock.Options{MinReplicas: 1} },
+		schedule: sentinelFailovers,
+	},
+	{
+		// The master is killed; the sentinels promote the replica. The old
+		// master comes back empty and is made a replica.
+		name:  "sentinel-kill",
+		lossy: true,
+		schedule: func(e *env) {
+			for i := range e.sc.failovers {
+				e.hold(e.sc.dur / 4)
+				if i > 0 {
+					// The restarted server must be a replica again first.
+					waitReplicaInSync(e)
+				}
+				old := e.sentinel.Master(e.t)
+				e.h.Fault("kill master %s", old.Addr())
+				e.sentinel.KillMaster(e.t)
+				addr := e.sentinel.WaitFailover(e.t, old.Addr())
+				e.h.Fault("new master %s; restart %s without data", addr, old.Addr())
+				old.Restart(e.t)
+			}
+			e.hold(e.sc.dur / 4)
+		},
+		effect: failedSome,
+	},
+}
+
+// sentinelFailovers forces e.sc.failovers failovers (SENTINEL FAILOVER),
+// the workers running throughout.
+func sentinelFailovers(e *env) {
+	for range e.sc.failovers {
+		e.hold(e.sc.dur / 4)
+		e.h.Fault("SENTINEL FAILOVER (master %s)", e.sentinel.MasterAddr(e.t))
+		addr := e.sentinel.Failover(e.t)
+		e.h.Fault("sentinels report new master %s", addr)
+	}
+	e.hold(e.sc.dur / 4)
+}
+
+// waitReplicaInSync blocks until the sentinels' master has the other
+// server of the setup as a replica with its link up (a later failover
+// needs one), for at most 30 s. The master is asked again at every poll:
+// the sentinels may still be settling a failover.
+func waitReplicaInSync(e *env) {
+	e.t.Helper()
+	clients := map[*redistest.Server]*redis.Client{}
+	for _, s := range e.sentinel.Servers() {
+		clients[s] = s.Client(e.t)
+	}
+	var state string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) { // polling the servers' state
+		master := e.sentinel.MasterAddr(e.t)
+		for s, c := range clients {
+			if s.Addr() == master {
+				continue
+			}
+			ctx, cancel := ctxTimeout(time.Second)
+			info, _ := c.Info(ctx, "replication").Result()
+			cancel()
+			_, port, _ := strings.Cut(master, ":")
+			if strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+port+"\r\n") && strings.Contains(info, "master_link_status:up") {
+				return
+			}
+			state = fmt.Sprintf("master %s; %s:\n%s", master, s, info)
+		}
+	}
+	e.t.Fatalf("no replica in sync with the master within 30s: %s", state)
+}
+
+// TestFaultsSentinel runs each Sentinel fault kind on a Sentinel setup of
+// its own.
+func TestFaultsSentinel(t *testing.T) {
+	t.Parallel()
+	for _, kind := range sentinelKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			sc := currentScale()
+			s := redistest.NewSentinel(t, redistest.Redis)
+			for run := range sc.runs {
+				t.Run(fmt.Sprint("run", run+1), func(t *testing.T) {
+					e := &env{t: t, sc: sc, sentinel: s, keys: lockKeys(t, sc.keys)}
+					if run > 0 {
+						waitReplicaInSync(e)
+					}
+					var clients []redislock.RedisClient
+					for range sc.workers {
+						o := s.Options()
+						o.Protocol, o.DisableIdentity = 2, true
+						o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
+						o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize = true, 1, 4
+						c := redis.NewFailoverClient(o)
+						c.AddHook(&e.netErrs)
+						t.Cleanup(func() { _ = c.Close() })
+						clients = append(clients, c)
+					}
+					runKind(t, e, kind, clients, func() {})
+				})
+			}
+		})
+	}
+}
+
+// clusterKinds are failovers of the master of the locks' hash slot in a
+// Cluster of three masters and three replicas, the workers running through
+// go-redis cluster clients.
+var clusterKinds = []faultKind{
+	{
+		// CLUSTER FAILOVER: a manual failover coordinated with the master,
+		// which stops writes until the replica has caught up. No lock is
+		// lost: none may overlap.
+		name: "cluster-failover",
+		schedule: func(e *env) {
+			clusterFailovers(e, "")
+		},
+	},
+	{
+		// CLUSTER FAILOVER TAKEOVER: the replica takes over without asking
+		// the master, as after a partition; writes not yet replicated are
+		// lost.
+		name:  "cluster-takeover",
+		lossy: true,
+		schedule: func(e *env) {
+			clusterFailovers(e, "TAKEOVER")
+		},
+	},
+}
+
+// clusterFailovers promotes the replica of the locks' master e.sc.failovers
+// times with CLUSTER FAILOVER [mode].
+func clusterFailovers(e *env, mode string) {
+	for range e.sc.failovers {
+		e.hold(e.sc.dur / 4)
+		master := e.cluster.MasterForKey(e.t, e.keys[0])
+		replica := e.cluster.ReplicaOf(e.t, master)
+		e.h.Fault("CLUSTER FAILOVER %s on %s (master %s)", mode, replica.Addr(), master.Addr())
+		if mode == "" {
+			e.cluster.Failover(e.t, replica)
+		} else {
+			ctx, cancel := ctxTimeout(5 * time.Second)
+			err := replica.Client(e.t).Do(ctx, "CLUSTER", "FAILOVER", mode).Err()
+			cancel()
+			if err != nil {
+				e.t.Fatalf("CLUSTER FAILOVER %s on %s: %v", mode, replica, err)
+			}
+			e.cluster.WaitMaster(e.t, replica)
+		}
+		e.h.Fault("%s is master", replica.Addr())
+	}
+	e.hold(e.sc.dur / 4)
+}
+
+// TestFaultsCluster runs each Cluster fault kind on a Cluster of its own.
+func TestFaultsCluster(t *testing.T) {
+	t.Parallel()
+	for _, kind := range clusterKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			sc := currentScale()
+			c := redistest.NewCluster(t, redistest.Redis)
+			for run := range sc.runs {
+				t.Run(fmt.Sprint("run", run+1), func(t *testing.T) {
+					e := &env{t: t, sc: sc, cluster: c, keys: lockKeys(t, sc.keys)}
+					var clients []redislock.RedisClient
+					for range sc.workers {
+						o := c.Options()
+						o.Protocol, o.DisableIdentity = 2, true
+						o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
+						o.ContextTimeoutEnabled, o.PoolSize = true, 4
+						cc := redis.NewClusterClient(o)
+						cc.AddHook(&e.netErrs)
+						t.Cleanup(func() { _ = cc.Close() })
+						clients = append(clients, cc)
+					}
+					runKind(t, e, kind, clients, func() {})
+				})
+			}
+		})
+	}
+}

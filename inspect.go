@@ -1,0 +1,132 @@
+package redislock
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/inspect.lua
+	inspectSource string
+	inspectScript = redis.NewScript(inspectSource)
+)
+
+// LockInfo describes a lock key as [Client.Inspect] found it.
+type LockInfo struct {
+	// Key is the key inspected.
+	Key string
+
+	// Held reports whether the key exists: held by someone, whoever wrote
+	// it. A key in another format (written by bsm/redislock, or anything
+	// else) is held too, since it makes every Obtain on it fail.
+	Held bool
+
+	// Foreign reports a held key whose value is not in this package's
+	// format "<len>:<token>:<fence>:<metadata>", or that is not a string:
+	// Token, FenceToken and Metadata are then unknown and left empty.
+	Foreign bool
+
+	// Token is the holder's token: with it, [Client.Attach] gives a handle
+	// that can release or refresh the lock.
+	Token string
+
+	// FenceToken is the fencing token of the holder's acquisition; 0 when
+	// the lock was obtained without a fence key.
+	FenceToken int64
+
+	// Metadata is what the holder stored with [Options.Metadata].
+	Metadata string
+
+	// Value is the key's value as stored ("" when it is not a string).
+	Value string
+
+	// TTL is the time left before the key expires; negative (-1ms) when it
+	// has no expiry, 0 when the key does not exist.
+	TTL time.Duration
+}
+
+// Inspect reads the lock key without its token, in one read-only script
+// (one round trip): whether it is held, by which token, with which fence
+// token and metadata, for how long still. It is meant for status tools; a
+// holder checks its own lock with [Lock.TTL].
+//
+// A key that does not exist gives Held false. A key that is held but not in
+// this package's format is reported with Held and Foreign true, not as an
+// error. The answer can be stale as soon as it is returned. Inspect blocks
+// for one round trip, makes one attempt, and returns the Redis error as it
+// is (cancelling ctx ends the wait as go-redis allows); it never returns
+// nil, nil.
+//
+// Errors, before anything is sent: [ErrNilClient], [ErrNilContext],
+// [ErrInvalidKey] for an empty key. It is safe for concurrent use.
+func (c *Client) Inspect(ctx context.Context, key string) (*LockInfo, error) {
+	if c == nil {
+		return nil, ErrNilClient
+	}
+	if err := checkCall(ctx, c.client); err != nil {
+		return nil, err
+	}
+	if key == "" {
+		return nil, fmt.Errorf("%w: empty key", ErrInvalidKey)
+	}
+	reply, err := inspectScript.Run(ctx, c.client, []string{key}).Slice()
+	if err != nil {
+		return nil, err
+	}
+	info := &LockInfo{Key: key}
+	if len(reply) == 0 {
+		return info, nil
+	}
+	ms, ok := reply[0].(int64)
+	if !ok || len(reply) > 2 {
+		return nil, fmt.Errorf("redislock: inspect %q: unexpected reply %v", key, reply)
+	}
+	info.Held = true
+	info.TTL = time.Duration(ms) * time.Millisecond
+	if len(reply) == 1 {
+		info.Foreign = true
+		return info, nil
+	}
+	info.Value, ok = reply[1].(string)
+	if !ok {
+		return nil, fmt.Errorf("redislock: inspect %q: unexpected reply %v", key, reply)
+	}
+	info.Token, info.FenceToken, info.Metadata, ok = parseValue(info.Value)
+	info.Foreign = !ok
+	return info, nil
+}
+
+// parseValue splits a lock key's value "<len>:<token>:<fence>:<metadata>"
+// (see lua/obtain.lua). ok is false, and the rest zero, for any other value.
+func parseValue(v string) (token string, fence int64, metadata string, ok bool) {
+	n, rest, ok := cutNumber(v)
+	if !ok || n < 1 || n >= int64(len(rest)) || rest[n] != ':' {
+		return "", 0, "", false
+	}
+	token, rest = rest[:n], rest[n+1:]
+	fence, metadata, ok = cutNumber(rest)
+	if !ok {
+		return "", 0, "", false
+	}
+	return token, fence, metadata, true
+}
+
+// cutNumber splits s at its first ":" and parses what comes before as a
+// non-negative decimal number of digits only.
+func cutNumber(s string) (n int64, rest string, ok bool) {
+	digits, rest, found := strings.Cut(s, ":")
+	if !found || digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
+		return 0, "", false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	return n, rest, true
+}

@@ -1,0 +1,141 @@
+package contention_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/contention"
+)
+
+// The design candidates for event-driven waiting, as minimal prototypes on
+// plain go-redis (a SET NX PX lock), measured with the same workload as the
+// strategies: REDISLOCK_CONTENTION=designs make bench-contention. They are
+// kept to show why WaitForRelease works as it does; see the README.
+
+var (
+	protoObtain = redis.NewScript(`
+if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return -2 end
+return redis.call("PTTL", KEYS[1])`)
+	// pub/sub: the release publishes; every subscriber wakes.
+	protoReleasePublish = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  redis.call("DEL", KEYS[1])
+  redis.call("PUBLISH", KEYS[2], "1")
+  return 1
+end
+return 0`)
+	// signal list: the release leaves one token in a list; one waiter
+	// blocked on it (BLPOP) wakes and races everyone for the lock.
+	protoReleaseSignal = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  redis.call("DEL", KEYS[1], KEYS[2])
+  redis.call("RPUSH", KEYS[2], "1")
+  redis.call("PEXPIRE", KEYS[2], 1000)
+  return 1
+end
+return 0`)
+)
+
+func TestContentionDesigns(t *testing.T) {
+	if os.Getenv(enableEnv) != "designs" {
+		t.Skipf("a few minutes long: set %s=designs", enableEnv)
+	}
+	runTable(t, []row{
+		{name: "pub/sub, wake all", obtain: pubsubObtain},
+		{name: "BLPOP signal, no handover", obtain: signalObtain},
+		{name: "WaitForRelease (queue, handover)", obtain: func(rdb redis.UniversalClient, key string) contention.ObtainFunc {
+			locker := redislock.New(rdb)
+			opt := &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)}
+			return func(ctx context.Context) (func(context.Context) error, error) {
+				lock, err := locker.Obtain(ctx, key, lockTTL, opt)
+				if err != nil {
+					return nil, err
+				}
+				return lock.Release, nil
+			}
+		}},
+	})
+}
+
+var protoToken atomic.Int64
+
+// protoAttempt tries the lock once: "" and the holder's PTTL when held.
+func protoAttempt(ctx context.Context, rdb redis.UniversalClient, key string) (string, time.Duration, error) {
+	token := strconv.FormatInt(protoToken.Add(1), 10) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	ms, err := protoObtain.Run(ctx, rdb, []string{key}, token, lockTTL.Milliseconds()).Int64()
+	if err != nil {
+		return "", 0, err
+	}
+	if ms == -2 {
+		return token, 0, nil
+	}
+	return "", time.Duration(max(ms, 1)) * time.Millisecond, nil
+}
+
+// pubsubObtain waits on a subscription to the lock's channel, opened once
+// per worker before its first attempt, and tries again on every message.
+func pubsubObtain(rdb redis.UniversalClient, key string) contention.ObtainFunc {
+	channel := key + ":released"
+	var sub *redis.PubSub
+	return func(ctx context.Context) (func(context.Context) error, error) {
+		if sub == nil {
+			sub = rdb.Subscribe(ctx, channel)
+			if _, err := sub.Receive(ctx); err != nil {
+				return nil, err
+			}
+			go func() { <-ctx.Done(); sub.Close() }()
+		}
+		msgs := sub.Channel()
+		for {
+			token, pttl, err := protoAttempt(ctx, rdb, key)
+			if err != nil {
+				return nil, err
+			}
+			if token != "" {
+				return func(ctx context.Context) error {
+					return protoReleasePublish.Run(ctx, rdb, []string{key, channel}, token).Err()
+				}, nil
+			}
+			t := time.NewTimer(min(pttl, 100*time.Millisecond))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-msgs:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+}
+
+// signalObtain blocks on the lock's signal list (BLPOP, one connection per
+// waiting goroutine) and tries again when it pops a signal or times out.
+func signalObtain(rdb redis.UniversalClient, key string) contention.ObtainFunc {
+	signal := key + ":signal"
+	return func(ctx context.Context) (func(context.Context) error, error) {
+		for {
+			token, pttl, err := protoAttempt(ctx, rdb, key)
+			if err != nil {
+				return nil, err
+			}
+			if token != "" {
+				return func(ctx context.Context) error {
+					return protoReleaseSignal.Run(ctx, rdb, []string{key, signal}, token).Err()
+				}, nil
+			}
+			d := min(pttl, 100*time.Millisecond)
+			err = rdb.Do(ctx, "blpop", signal, strconv.FormatFloat(d.Seconds(), 'f', 3, 64)).Err()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, err
+			}
+		}
+	}
+}

@@ -1,0 +1,42 @@
+-- handover.lua: the function that passes a lock key to the next waiter.
+-- It is not a script of its own: scripts.go prepends it to obtain.lua,
+-- release.lua and leave.lua, which call it for keys they may give away.
+--
+-- handover(key, queue, wake, reserve, tag)
+--   key      a lock key that the caller may give away: held by the caller's
+--            token, or reserved for a grant the caller holds.
+--   queue    the key's wait queue: a sorted set of waiter ids, each scored
+--            with the server time (ms) at which its registration lapses.
+--   wake     the key's wake-up list, on which waiting clients block (BLMOVE).
+--   reserve  how long (ms) the key stays reserved for the woken waiter.
+--   tag      text that keeps the grants of one script apart (the key's index).
+--
+-- Registrations that have lapsed (waiters that died or left without a word)
+-- are dropped. When live waiters remain, the key is handed over: it becomes
+-- a reservation, the plain string "<#grant>:<grant>:0:" (so that every
+-- client, bsm/redislock included, sees it held) that expires after reserve
+-- ms, and the grant "~<server time in µs>.<tag>" is pushed onto the emptied
+-- wake list. Redis moves it to the grant list of the client that has been
+-- blocked on the wake list longest, or, when none is blocked, of the next
+-- that blocks; the attempt that client sent after its block then obtains
+-- the key with the grant (obtain.lua treats a key reserved for the grant
+-- it finds as free). When no live waiter remains, the key and its wake
+-- list are deleted.
+--
+-- Returns 1 when the key was handed over, 0 when it was deleted.
+local function handover(key, queue, wake, reserve, tag)
+  local t = redis.call("TIME")
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call("ZREMRANGEBYSCORE", queue, "-inf", string.format("%.0f", now))
+  if redis.call("ZCARD", queue) == 0 then
+    redis.call("DEL", key, wake)
+    return 0
+  end
+  local grant = "~" .. t[1] .. string.format("%06d", tonumber(t[2])) .. "." .. tag
+  redis.call("SET", key, #grant .. ":" .. grant .. ":0:", "PX", reserve)
+  redis.call("DEL", wake)
+  redis.call("RPUSH", wake, grant)
+  redis.call("PEXPIRE", wake, reserve)
+  return 1
+end
+

@@ -1,0 +1,119 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ReplicaError is returned by an obtain with [Options.MinReplicas] when
+// fewer replicas than asked acknowledged the lock before
+// [Options.ReplicaTimeout]. The lock has been released.
+// errors.Is(err, ErrNotReplicated) holds.
+type ReplicaError struct {
+	Want int // Options.MinReplicas
+	Got  int // replicas that acknowledged in time
+}
+
+// Error says how many replicas acknowledged.
+func (e *ReplicaError) Error() string {
+	return fmt.Sprintf("%s: %d of %d in time", ErrNotReplicated.Error(), e.Got, e.Want)
+}
+
+// Unwrap returns [ErrNotReplicated].
+func (e *ReplicaError) Unwrap() error { return ErrNotReplicated }
+
+// checkReplicas refuses, before anything is sent, a client through which
+// [Options.MinReplicas] cannot be honoured: WAIT counts the replicas that
+// have the writes of its own connection, so it must run on the connection
+// of the obtain, which only a *redis.Client (single node or Sentinel
+// failover) or a *redis.ClusterClient can pin.
+func checkReplicas(client RedisClient, opt *Options) error {
+	if opt.minReplicas() <= 0 {
+		return nil
+	}
+	switch client.(type) {
+	case *redis.Client, *redis.ClusterClient:
+		return nil
+	}
+	return fmt.Errorf("redislock: Options.MinReplicas needs a *redis.Client (single node or Sentinel failover client) or a *redis.ClusterClient, not %T", client)
+}
+
+// confirmReplicas makes sure, when opt.MinReplicas is set, that that many
+// replicas have the lock just obtained. On one connection to the master of
+// the lock's keys it sends, pipelined in one round trip, the obtain script
+// again with the lock's own token (a re-entrant obtain: it keeps the lock,
+// its fence token and its metadata, and resets the TTL) and WAIT, which
+// then counts the replicas that have that write, and so everything before
+// it. When fewer acknowledge within the timeout, or the lock is no longer
+// ours, it releases the lock and returns the error. args are the obtain
+// script's ARGV.
+func confirmReplicas(ctx context.Context, lock *Lock, opt *Options, scriptKeys []string, args ...any) error {
+	want := opt.minReplicas()
+	if want <= 0 {
+		return nil
+	}
+	timeout := opt.replicaTimeout()
+	if timeout <= 0 {
+		timeout = max(lock.ttl/10, time.Millisecond)
+	}
+	err := waitReplicas(ctx, lock, want, timeout, scriptKeys, args)
+	if err != nil {
+		_ = lock.Release(ctx)
+	}
+	return err
+}
+
+func waitReplicas(ctx context.Context, lock *Lock, want int, timeout time.Duration, scriptKeys []string, args []any) error {
+	var conn *redis.Conn
+	switch c := lock.client.(type) {
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, lock.keys[0])
+		if err != nil {
+			return err
+		}
+		conn = node.Conn()
+	case *redis.Client:
+		conn = c.Conn()
+	default:
+		return checkReplicas(lock.client, &Options{MinReplicas: want})
+	}
+	defer conn.Close()
+	for _, load := range []bool{false, true} {
+		var script *redis.Cmd
+		var wait *redis.Cmd
+		_, _ = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if load {
+				script = obtainScript.Eval(ctx, p, scriptKeys, args...)
+			} else {
+				script = obtainScript.EvalSha(ctx, p, scriptKeys, args...)
+			}
+			// WAIT 0 would block for ever: the timeout is at least 1 ms.
+			wait = p.Do(ctx, "WAIT", want, max(timeout.Milliseconds(), 1))
+			return nil
+		})
+		reply, err := script.Int64()
+		switch {
+		case err != nil && !load && strings.HasPrefix(err.Error(), "NOSCRIPT"):
+			continue // a master that never ran the script: send it whole
+		case err != nil:
+			return err
+		case reply < 0:
+			return ErrNotObtained // lost between the obtain and now
+		}
+		lock.fence = reply
+		got, err := wait.Int64()
+		if err != nil {
+			return err
+		}
+		if got < int64(want) {
+			return &ReplicaError{Want: want, Got: int(got)}
+		}
+		return nil
+	}
+	return errors.New("redislock: NOSCRIPT after EVAL") // unreachable
+}

@@ -1,0 +1,827 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// waitEnv is one topology for the tests of WaitForRelease: clients with a
+// name of their choosing (to find their connections in CLIENT LIST) and an
+// admin client.
+type waitEnv struct {
+	newClient func(name string) redis.UniversalClient
+	admin     redis.UniversalClient
+}
+
+// forEachWaitTopology runs fn as a parallel subtest on every topology, like
+// forEachTopology, with a waitEnv.
+func forEachWaitTopology(t *testing.T, fn func(t *testing.T, env *waitEnv)) {
+	t.Helper()
+	for _, topo := range redistest.Topologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			t.Parallel()
+			env := &waitEnv{newClient: namedClients(t, topo)}
+			env.admin = env.newClient("")
+			fn(t, env)
+		})
+	}
+}
+
+// namedClients returns a function that makes clients of topo's shared
+// instance whose connections carry a name (CLIENT SETNAME). Cleanup closes
+// them.
+func namedClients(t *testing.T, topo redistest.Topology) func(string) redis.UniversalClient {
+	var open func(name string) redis.UniversalClient
+	switch topo.Name {
+	case "redis", "valkey":
+		srv := redistest.SharedServer(t, redistest.Flavor(topo.Name))
+		open = func(name string) redis.UniversalClient {
+			o := srv.Options()
+			o.ClientName = name
+			return redis.NewClient(o)
+		}
+	case "redis-cluster", "valkey-cluster":
+		c := redistest.SharedCluster(t, redistest.Flavor(strings.TrimSuffix(topo.Name, "-cluster")))
+		open = func(name string) redis.UniversalClient {
+			o := c.Options()
+			o.ClientName = name
+			return redis.NewClusterClient(o)
+		}
+	case "redis-sentinel":
+		s := redistest.SharedSentinel(t, redistest.Redis)
+		open = func(name string) redis.UniversalClient {
+			o := s.Options()
+			o.ClientName = name
+			return redis.NewFailoverClient(o)
+		}
+	default:
+		return func(string) redis.UniversalClient { return topo.NewClient(t) }
+	}
+	return func(name string) redis.UniversalClient {
+		c := open(name)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+}
+
+var clientSeq atomic.Int64
+
+// clientName returns a connection name no other test uses.
+func clientName(what string) string {
+	return fmt.Sprintf("redislock-test-%s-%d", what, clientSeq.Add(1))
+}
+
+// blocked reports whether a connection named name is blocked (in BLMOVE)
+// on some master of admin's topology.
+func blocked(t *testing.T, admin redis.UniversalClient, name string) bool {
+	t.Helper()
+	ctx := context.Background()
+	var lists []string
+	if c, ok := admin.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			l, err := m.ClientList(ctx).Result()
+			mu.Lock()
+			lists = append(lists, l)
+			mu.Unlock()
+			return err
+		})
+		if err != nil {
+			t.Fatalf("CLIENT LIST: %v", err)
+		}
+	} else {
+		l, err := admin.ClientList(ctx).Result()
+		if err != nil {
+			t.Fatalf("CLIENT LIST: %v", err)
+		}
+		lists = append(lists, l)
+	}
+	for _, l := range lists {
+		for line := range strings.SplitSeq(l, "\n") {
+			fields := strings.Fields(line)
+			if slices.Contains(fields, "name="+name) && slices.ContainsFunc(fields, func(f string) bool {
+				flags, ok := strings.CutPrefix(f, "flags=")
+				return ok && strings.Contains(flags, "b")
+			}) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// waitUntil polls cond, each poll a Redis round trip, until it holds; it
+// fails the test after 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// waitCounter is a go-redis hook that counts what a waiter sends.
+type waitCounter struct {
+	mu       sync.Mutex
+	sending  int // BLMOVE calls sent, counted before their reply
+	evals    int // script calls, in pipelines or not
+	blocks   int // BLMOVE calls
+	timeouts int // BLMOVE calls that timed out
+	grants   int // attempts that obtained the lock with a grant just popped
+}
+
+// sent returns the BLMOVE calls sent so far, replied to or not.
+func (c *waitCounter) sent() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sending
+}
+
+func (c *waitCounter) counts() (evals, blocks, timeouts, grants int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.evals, c.blocks, c.timeouts, c.grants
+}
+
+func (c *waitCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *waitCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+			c.mu.Lock()
+			c.evals++
+			c.mu.Unlock()
+		}
+		return err
+	}
+}
+
+func (c *waitCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.mu.Lock()
+		for _, cmd := range cmds {
+			if cmd.Name() == "blmove" {
+				c.sending++
+			}
+		}
+		c.mu.Unlock()
+		err := next(ctx, cmds)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, cmd := range cmds {
+			switch cmd.Name() {
+			case "evalsha", "eval":
+				c.evals++
+			case "blmove":
+				c.blocks++
+				if errors.Is(cmd.Err(), redis.Nil) {
+					c.timeouts++
+				} else if cmd.Err() == nil && i+1 < len(cmds) {
+					if fence, ok := cmds[i+1].(*redis.Cmd).Val().(int64); ok && fence >= 0 {
+						c.grants++
+					}
+				}
+			}
+		}
+		return err
+	}
+}
+
+// waitQueue and wakeList name the companions of a lock key with a hash tag.
+func waitQueue(key string) string { return key + ":redislock:waiters" }
+func wakeList(key string) string  { return key + ":redislock:wake" }
+
+func waitOpt() *redislock.Options {
+	// The fallback would poll once an hour: a waiter that gets the lock
+	// soon was woken by an event.
+	return &redislock.Options{RetryStrategy: redislock.WaitForRelease(redislock.LinearBackoff(time.Hour))}
+}
+
+type obtained struct {
+	lock *redislock.Lock
+	err  error
+	at   time.Time
+}
+
+// obtainAsync runs Obtain in a goroutine; the result comes on the channel.
+func obtainAsync(ctx context.Context, rdb redislock.RedisClient, key string, ttl time.Duration, opt *redislock.Options) <-chan obtained {
+	ch := make(chan obtained, 1)
+	go func() {
+		lock, err := redislock.Obtain(ctx, rdb, key, ttl, opt)
+		ch <- obtained{lock, err, time.Now()}
+	}()
+	return ch
+}
+
+func TestWaitForReleaseWakesOnRelease(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
+		if err != nil {
+			t.Fatalf("holder: %v", err)
+		}
+		name := clientName("waiter")
+		rdb := env.newClient(name)
+		counter := &waitCounter{}
+		rdb.AddHook(counter)
+		done := obtainAsync(ctx, rdb, key, time.Minute, waitOpt())
+		waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, name) })
+
+		if err := holder.Release(ctx); err != nil {
+			t.Fatalf("holder's Release: %v", err)
+		}
+		got := <-done
+		if got.err != nil {
+			t.Fatalf("waiter: %v", got.err)
+		}
+		evals, blocks, timeouts, grants := counter.counts()
+		// One attempt that failed and registered, one block, and the attempt
+		// that Redis ran as soon as the release served the block.
+		if grants != 1 || evals != 2 || blocks-timeouts != 1 {
+			t.Errorf("waiter sent %d attempts and %d blocks (%d timed out), obtained with %d grants; want 2, 1 (+ timeouts), 1",
+				evals, blocks, timeouts, grants)
+		}
+		if err := got.lock.Release(ctx); err != nil {
+			t.Fatalf("waiter's Release: %v", err)
+		}
+		for _, k := range []string{key, waitQueue(key), wakeList(key)} {
+			if mustExist(t, env.admin, k) {
+				t.Errorf("%s left behind", k)
+			}
+		}
+	})
+}
+
+func TestWaitForReleaseFirstComeFirstServed(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		for _, shared := range []bool{false, true} {
+			// Waiters that block on their own connections are served in the
+			// order they blocked; one whose block ended before the release
+			// (a slow test machine: 250 ms) blocked again behind the others,
+			// so the round is run again.
+			for round := 1; ; round++ {
+				order, reblocked := firstComeFirstServed(t, env, shared)
+				if reblocked && round < 5 {
+					t.Logf("shared client %t, round %d: a block ended before the release; again", shared, round)
+					continue
+				}
+				if want := []int{0, 1, 2, 3}; !slices.Equal(order, want) {
+					t.Errorf("shared client %t: waiters obtained the lock in the order %v, want %v", shared, order, want)
+				}
+				break
+			}
+		}
+	})
+}
+
+// firstComeFirstServed starts four waiters, one after the other, on their
+// own clients or sharing one, then releases the lock they wait for, and
+// returns the order in which they obtained it. reblocked reports a waiter
+// on its own client that had blocked twice before the release.
+func firstComeFirstServed(t *testing.T, env *waitEnv, shared bool) (order []int, reblocked bool) {
+	ctx := context.Background()
+	key := redistest.Key(t, fmt.Sprintf("lock-%t-%d", shared, clientSeq.Add(1)))
+	holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
+	if err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		one      = env.newClient(clientName("shared"))
+		counters []*waitCounter
+	)
+	const waiters = 4
+	for i := range waiters {
+		name := clientName("fifo")
+		rdb := one
+		if !shared {
+			rdb = env.newClient(name)
+			c := &waitCounter{}
+			rdb.AddHook(c)
+			counters = append(counters, c)
+		}
+		wg.Go(func() {
+			lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, waitOpt())
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := lock.Release(ctx); err != nil {
+				t.Errorf("waiter %d: Release: %v", i, err)
+			}
+		})
+		// Each waiter in turn registers, and blocks on its own connection
+		// or joins the client's waiting goroutines.
+		waitUntil(t, fmt.Sprintf("waiter %d to register", i), func() bool {
+			n, err := env.admin.ZCard(ctx, waitQueue(key)).Result()
+			return err == nil && n == int64(i+1)
+		})
+		if !shared {
+			waitUntil(t, fmt.Sprintf("waiter %d to block", i), func() bool { return blocked(t, env.admin, name) })
+		}
+	}
+	for _, c := range counters {
+		reblocked = reblocked || c.sent() != 1
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatalf("holder's Release: %v", err)
+	}
+	wg.Wait()
+	return order, reblocked
+}
+
+func TestWaitForReleaseHolderDies(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		const ttl = 300 * time.Millisecond
+		cases := []struct {
+			name   string
+			client redislock.RedisClient
+		}{
+			{"blocking", env.newClient(clientName("orphan"))},
+			// Only a redis.Scripter: it polls, with an hour-long fallback.
+			{"polling", newFaultyClient(env.newClient(clientName("orphan")))},
+		}
+		for _, tc := range cases {
+			key := redistest.Key(t, tc.name)
+			start := time.Now()
+			// The holder takes the lock and never releases it.
+			if _, err := redislock.Obtain(ctx, env.admin, key, ttl, waitOpt()); err != nil {
+				t.Fatalf("holder: %v", err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			lock, err := redislock.Obtain(wctx, tc.client, key, time.Minute, waitOpt())
+			cancel()
+			if err != nil {
+				t.Fatalf("%s waiter: %v", tc.name, err)
+			}
+			// Within the TTL plus a round trip, and a margin for a busy
+			// test machine.
+			if took := time.Since(start); took < ttl-5*time.Millisecond || took > ttl+80*time.Millisecond {
+				t.Errorf("%s waiter obtained the lock of a dead holder after %v, want %v plus a round trip", tc.name, took, ttl)
+			} else {
+				t.Logf("%s waiter: %v after a TTL of %v", tc.name, took, ttl)
+			}
+			_ = lock.Release(ctx)
+		}
+	})
+}
+
+// ghost plays a waiter whose process is gone: registered in the wait
+// queue, and blocked on the wake-up list through a connection of its own.
+type ghost struct {
+	rdb  redis.UniversalClient
+	name string
+	done chan error
+}
+
+func newGhost(t *testing.T, env *waitEnv, key string) *ghost {
+	t.Helper()
+	ctx := context.Background()
+	g := &ghost{name: clientName("ghost"), done: make(chan error, 1)}
+	g.rdb = env.newClient(g.name)
+	now, err := env.admin.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.admin.ZAdd(ctx, waitQueue(key), redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: "ghost"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		g.done <- g.rdb.Do(ctx, "blmove", wakeList(key), key+":ghost-grants", "left", "left", "2").Err()
+	}()
+	waitUntil(t, "the ghost to block", func() bool { return blocked(t, env.admin, g.name) })
+	t.Cleanup(func() { env.admin.Del(context.Background(), key+":ghost-grants") })
+	return g
+}
+
+func TestWaitForReleaseDeadWaiters(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+
+		t.Run("blocked", func(t *testing.T) {
+			// A waiter killed while it blocks: Redis drops its connection and
+			// serves the next one.
+			key := redistest.Key(t, "lock")
+			holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
+			if err != nil {
+				t.Fatalf("holder: %v", err)
+			}
+			g := newGhost(t, env, key)
+			_ = g.rdb.Close() // its process dies
+			<-g.done
+			waitUntil(t, "the ghost's connection to close", func() bool { return !blocked(t, env.admin, g.name) })
+
+			name := clientName("live")
+			rdb := env.newClient(name)
+			counter := &waitCounter{}
+			rdb.AddHook(counter)
+			done := obtainAsync(ctx, rdb, key, time.Minute, waitOpt())
+			waitUntil(t, "the live waiter to block", func() bool { return blocked(t, env.admin, name) })
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := <-done
+			if got.err != nil {
+				t.Fatalf("live waiter: %v", got.err)
+			}
+			if _, _, _, grants := counter.counts(); grants != 1 {
+				t.Errorf("live waiter obtained with %d grants, want 1: the ghost's wake-up went astray", grants)
+			}
+			_ = got.lock.Release(ctx)
+		})
+
+		t.Run("woken", func(t *testing.T) {
+			// A waiter that dies after its wake-up: its reservation expires
+			// and the next waiter takes the lock at its next attempt, within
+			// a block (at most about 350 ms), not at the holder's TTL.
+			key := redistest.Key(t, "lock")
+			holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
+			if err != nil {
+				t.Fatalf("holder: %v", err)
+			}
+			g := newGhost(t, env, key)
+			name := clientName("live")
+			done := obtainAsync(ctx, env.newClient(name), key, time.Minute, waitOpt())
+			waitUntil(t, "the live waiter to block", func() bool { return blocked(t, env.admin, name) })
+			released := time.Now()
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-g.done; err != nil {
+				t.Fatalf("ghost's BLMOVE: %v", err) // it got the grant, and dies with it
+			}
+			got := <-done
+			if got.err != nil {
+				t.Fatalf("live waiter: %v", got.err)
+			}
+			if stall := got.at.Sub(released); stall > time.Second {
+				t.Errorf("a dead waiter stalled the next one for %v", stall)
+			} else {
+				t.Logf("a dead waiter stalled the next one for %v", stall)
+			}
+			_ = got.lock.Release(ctx)
+		})
+
+		t.Run("registered", func(t *testing.T) {
+			// A waiter that died registered, with nobody else waiting: the
+			// release reserves the key for it (100 ms), and a newcomer that
+			// waits takes the grant left for it at once.
+			key := redistest.Key(t, "lock")
+			holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
+			if err != nil {
+				t.Fatalf("holder: %v", err)
+			}
+			now, err := env.admin.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			env.admin.ZAdd(ctx, waitQueue(key), redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: "ghost"})
+			rdb := env.newClient(clientName("newcomer"))
+			counter := &waitCounter{}
+			rdb.AddHook(counter)
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, waitOpt())
+			if err != nil {
+				t.Fatalf("newcomer: %v", err)
+			}
+			if _, _, _, grants := counter.counts(); grants != 1 {
+				t.Errorf("newcomer obtained with %d grants, want the one left for the dead waiter", grants)
+			}
+			_ = lock.Release(ctx)
+			env.admin.Del(ctx, waitQueue(key))
+		})
+	})
+}
+
+func TestWaitForReleaseContext(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		key := redistest.Key(t, "lock")
+		holder, err := redislock.Obtain(context.Background(), env.admin, key, time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Release(context.Background())
+
+		t.Run("cancel", func(t *testing.T) {
+			// One goroutine blocks on Redis for the shared client; the other
+			// waits for it. Both notice the cancellation, the first within
+			// its block.
+			ctx, cancel := context.WithCancel(context.Background())
+			rdb := env.newClient(clientName("cancel"))
+			first := obtainAsync(ctx, rdb, key, time.Minute, waitOpt())
+			waitUntil(t, "the first waiter to register", func() bool {
+				return env.admin.ZCard(context.Background(), waitQueue(key)).Val() == 1
+			})
+			second := obtainAsync(ctx, rdb, key, time.Minute, waitOpt())
+			waitUntil(t, "the second waiter to register", func() bool {
+				return env.admin.ZCard(context.Background(), waitQueue(key)).Val() == 2
+			})
+			cancelled := time.Now()
+			cancel()
+			for i, ch := range []<-chan obtained{second, first} {
+				got := <-ch
+				if !errors.Is(got.err, redislock.ErrNotObtained) || !errors.Is(got.err, context.Canceled) {
+					t.Errorf("waiter %d: %v, want ErrNotObtained and context.Canceled", 2-i, got.err)
+				}
+				if took := got.at.Sub(cancelled); took > time.Second {
+					t.Errorf("waiter %d noticed the cancellation after %v", 2-i, took)
+				}
+			}
+			if n := env.admin.ZCard(context.Background(), waitQueue(key)).Val(); n != 0 {
+				t.Errorf("%d waiters still registered after giving up", n)
+			}
+		})
+
+		t.Run("deadline", func(t *testing.T) {
+			const wait = 300 * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			start := time.Now()
+			_, err := redislock.Obtain(ctx, env.newClient(clientName("deadline")), key, time.Minute, waitOpt())
+			if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("got %v, want ErrNotObtained and DeadlineExceeded", err)
+			}
+			if took := time.Since(start); took < wait || took > wait+150*time.Millisecond {
+				t.Errorf("gave up after %v, want the deadline of %v", took, wait)
+			}
+		})
+
+		t.Run("ttl", func(t *testing.T) {
+			// Without a deadline, the wait ends after the TTL.
+			const ttl = 300 * time.Millisecond
+			start := time.Now()
+			_, err := redislock.Obtain(context.Background(), env.newClient(clientName("ttl")), key, ttl, waitOpt())
+			if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("got %v, want ErrNotObtained and DeadlineExceeded", err)
+			}
+			if took := time.Since(start); took < ttl || took > ttl+150*time.Millisecond {
+				t.Errorf("gave up after %v, want the TTL of %v", took, ttl)
+			}
+		})
+	})
+}
+
+// Many short holds by waiters on their own clients and on a shared one: one
+// holder at a time, and no wake-up missed (no block ends without one).
+func TestWaitForReleaseStress(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		const workers, rounds = 8, 25
+		var (
+			wg       sync.WaitGroup
+			inside   atomic.Int32
+			counters []*waitCounter
+			shared   = env.newClient(clientName("stress-shared"))
+		)
+		sharedCounter := &waitCounter{}
+		shared.AddHook(sharedCounter)
+		counters = append(counters, sharedCounter)
+		start := time.Now()
+		for i := range workers {
+			rdb := shared
+			if i%2 == 0 {
+				rdb = env.newClient(clientName("stress"))
+				c := &waitCounter{}
+				rdb.AddHook(c)
+				counters = append(counters, c)
+			}
+			wg.Go(func() {
+				for range rounds {
+					lock, err := redislock.Obtain(ctx, rdb, key, 10*time.Second, waitOpt())
+					if err != nil {
+						t.Errorf("worker %d: %v", i, err)
+						return
+					}
+					if n := inside.Add(1); n != 1 {
+						t.Errorf("%d holders at once", n)
+					}
+					inside.Add(-1)
+					if err := lock.Release(ctx); err != nil {
+						t.Errorf("worker %d: Release: %v", i, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		var blocks, timeouts, grants int
+		for _, c := range counters {
+			_, b, to, g := c.counts()
+			blocks, timeouts, grants = blocks+b, timeouts+to, grants+g
+		}
+		t.Logf("%d acquisitions in %v: %d blocks, %d with a grant", workers*rounds, time.Since(start), blocks, grants)
+		if timeouts != 0 {
+			t.Errorf("%d blocks of %d ended without a wake-up while the lock went round", timeouts, blocks)
+		}
+		for _, k := range []string{key, waitQueue(key), wakeList(key)} {
+			if mustExist(t, env.admin, k) {
+				t.Errorf("%s left behind", k)
+			}
+		}
+	})
+}
+
+func TestWaitForReleaseMultiKey(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		a, b := redistest.Key(t, "a"), redistest.Key(t, "b")
+
+		// Both keys held by another lock: the waiter gets both on release.
+		holder, err := redislock.ObtainMulti(ctx, env.admin, []string{a, b}, time.Minute, waitOpt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := clientName("multi")
+		rdb := env.newClient(name)
+		counter := &waitCounter{}
+		rdb.AddHook(counter)
+		done := make(chan obtained, 1)
+		go func() {
+			lock, err := redislock.ObtainMulti(ctx, rdb, []string{a, b}, time.Minute, waitOpt())
+			done <- obtained{lock, err, time.Now()}
+		}()
+		waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, name) })
+		if err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-done
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		if _, _, _, grants := counter.counts(); grants != 1 {
+			t.Errorf("obtained with %d grants, want 1", grants)
+		}
+		if err := got.lock.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		// The keys held by two locks: the waiter queues on the one held
+		// longer (b), is woken when b is released while a is still held,
+		// passes b on and waits for a, then is woken by a's release.
+		la, err := redislock.Obtain(ctx, env.admin, a, 20*time.Second, waitOpt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := redislock.Obtain(ctx, env.admin, b, 40*time.Second, waitOpt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			lock, err := redislock.ObtainMulti(ctx, rdb, []string{a, b}, time.Minute, waitOpt())
+			done <- obtained{lock, err, time.Now()}
+		}()
+		waitUntil(t, "the waiter to queue on b", func() bool { return env.admin.ZCard(ctx, waitQueue(b)).Val() == 1 })
+		if err := lb.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "the waiter to queue on a", func() bool { return env.admin.ZCard(ctx, waitQueue(a)).Val() == 1 })
+		if mustExist(t, env.admin, b) {
+			t.Errorf("b is still reserved after the waiter found a held")
+		}
+		if err := la.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got = <-done
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		if err := got.lock.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A client that is only a redis.Scripter cannot block: it polls, and its
+// Release still hands the lock over to a waiter that blocks.
+func TestWaitForReleaseScripterOnly(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		scripter := newFaultyClient(env.newClient(clientName("scripter")))
+		holder, err := redislock.Obtain(ctx, scripter, key, time.Minute, waitOpt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := clientName("waiter")
+		rdb := env.newClient(name)
+		counter := &waitCounter{}
+		rdb.AddHook(counter)
+		done := obtainAsync(ctx, rdb, key, time.Minute, waitOpt())
+		waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, name) })
+		if err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-done
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		if _, _, _, grants := counter.counts(); grants != 1 {
+			t.Errorf("obtained with %d grants, want 1: the polling holder's Release did not hand over", grants)
+		}
+
+		// And it waits by polling with its fallback.
+		poll := &redislock.Options{RetryStrategy: redislock.WaitForRelease(redislock.LinearBackoff(5 * time.Millisecond))}
+		before := scripter.calls()
+		pending := obtainAsync(ctx, scripter, key, time.Minute, poll)
+		waitUntil(t, "the scripter to poll", func() bool { return scripter.calls() > before+1 })
+		if err := got.lock.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-pending; got.err != nil {
+			t.Fatalf("polling waiter: %v", got.err)
+		} else {
+			_ = got.lock.Release(ctx)
+		}
+	})
+}
+
+// A server that forgot the scripts (restarted, failed over) while a waiter
+// blocked: the attempt that follows the block loads the script again.
+func TestWaitForReleaseNoScript(t *testing.T) {
+	srv := redistest.NewServer(t, redistest.Redis)
+	ctx := context.Background()
+	admin := srv.Client(t)
+	key := redistest.Key(t, "lock")
+	holder, err := redislock.Obtain(ctx, admin, key, time.Minute, waitOpt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := srv.Options()
+	o.ClientName = clientName("noscript")
+	rdb := redis.NewClient(o)
+	defer rdb.Close()
+	counter := &waitCounter{}
+	rdb.AddHook(counter)
+	done := obtainAsync(ctx, rdb, key, time.Minute, waitOpt())
+	waitUntil(t, "the waiter to block", func() bool { return blocked(t, admin, o.ClientName) })
+	if err := admin.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if evals, _, _, _ := counter.counts(); evals != 3 {
+		t.Errorf("%d script calls, want 3: the failed attempt, the attempt after the block (NOSCRIPT), and its EVAL", evals)
+	}
+	_ = got.lock.Release(ctx)
+}
+
+// A lock handed over at the end of a long block still has most of its lease
+// on the local clock: it can be kept alive.
+func TestWaitForReleaseKeepAlive(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	key := redistest.Key(t, "lock")
+	const ttl = time.Second
+	holder, err := redislock.Obtain(ctx, rdb, key, time.Minute, waitOpt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := clientName("keepalive")
+	waiter := namedClients(t, redistest.Topology{Name: "redis"})(name)
+	done := obtainAsync(ctx, waiter, key, ttl, waitOpt())
+	waitUntil(t, "the waiter to block", func() bool { return blocked(t, rdb, name) })
+	// Release late in the waiter's block (at most half its TTL), as after
+	// a long hold.
+	time.Sleep(ttl / 4)
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	k, err := got.lock.KeepAlive(ttl, nil)
+	if err != nil {
+		t.Fatalf("KeepAlive of a lock handed over after a block: %v", err)
+	}
+	k.Stop()
+	_ = got.lock.Release(ctx)
+}
