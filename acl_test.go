@@ -21,6 +21,10 @@ import (
 // the keys of the locks and their fence keys.
 var lockACL = []string{"~locks:*", "+evalsha", "+eval", "+get", "+set", "+del", "+pexpire", "+pttl", "+time"}
 
+// waitACL is lockACL plus what WaitForRelease uses: its scripts' queue
+// commands and the blocking BLMOVE.
+var waitACL = append(slices.Clone(lockACL), "+zadd", "+zcard", "+zrem", "+zremrangebyscore", "+rpush", "+lpop", "+blmove")
+
 // setUser creates (or resets) an ACL user named and authenticated by name,
 // with rules.
 func setUser(t *testing.T, admin *redis.Client, name string, rules []string) {
@@ -163,8 +167,57 @@ func TestACLLeastPrivilege(t *testing.T) {
 					t.Errorf("Obtain with MinReplicas as %s left the lock", user)
 				}
 			}
+
+			// WaitForRelease also needs the commands of its queue, on keys
+			// derived from the lock key: with a hash tag inside the prefix
+			// ("locks:{job}") they stay under it.
+			setUser(t, admin, "queue", waitACL)
+			queue := connect("queue")
+			key := "locks:{queue}:job"
+			opt := &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)}
+			holder, err := redislock.Obtain(ctx, queue, key, time.Minute, opt)
+			if err != nil {
+				t.Fatalf("Obtain with WaitForRelease and the documented ACL %v: %v", waitACL, err)
+			}
+			before := commandCalls(t, admin, "blmove")
+			got := make(chan error, 1)
+			go func() {
+				waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				lock, err := redislock.Obtain(waitCtx, queue, key, time.Minute, opt)
+				if err == nil {
+					err = lock.Release(ctx)
+				}
+				got <- err
+			}()
+			for commandCalls(t, admin, "blmove") == before {
+				// The waiter has not blocked yet.
+			}
+			if err := holder.Release(ctx); err != nil {
+				t.Fatalf("Release to a waiter: %v", err)
+			}
+			if err := <-got; err != nil {
+				t.Errorf("waiter with the documented ACL: %v", err)
+			}
 		})
 	}
+}
+
+// commandCalls returns how many times the server ran cmd (INFO commandstats).
+func commandCalls(t *testing.T, admin *redis.Client, cmd string) int64 {
+	t.Helper()
+	info, err := admin.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls=")
+		if ok {
+			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest+",", ',')], 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // README.md documents exactly the ACL that the test grants.
@@ -173,8 +226,9 @@ func TestACLDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rule := "ACL SETUSER locker on >password resetchannels -@all " + strings.Join(lockACL, " ")
-	if !strings.Contains(string(readme), rule) {
-		t.Errorf("README.md does not contain the tested ACL:\n%s", rule)
+	for _, acl := range [][]string{lockACL, waitACL[len(lockACL):]} {
+		if rule := strings.Join(acl, " "); !strings.Contains(string(readme), rule) {
+			t.Errorf("README.md does not contain the tested ACL rules:\n%s", rule)
+		}
 	}
 }

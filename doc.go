@@ -96,9 +96,12 @@
 //     FORCE: the same for ~0.1 s.
 //   - A killed master: no lock for ~2.3 s behind Sentinel, ~4-5 s on a
 //     Cluster (up to 12 s on a loaded machine). A go-redis ClusterClient
-//     only finds the new master when it reloads its slot map: with the
-//     default ClusterOptions.ClusterStateReloadInterval (60 s in v9.23) it
-//     dialled the dead master for 60 s; set it to about a second.
+//     only finds the new master when it reloads its slot map, by default
+//     once a minute (ClusterOptions.ClusterStateReloadInterval), since a
+//     dead master sends no MOVED. The lock scripts therefore ask a
+//     *redis.ClusterClient to reload (ReloadState) after every network
+//     failure; the next attempt reaches the new master about a second after
+//     its promotion.
 //   - Fence tokens keep increasing: the counter on the new master was behind
 //     by the lost acquisitions, and the next token, from the server's clock,
 //     was above them all.
@@ -109,11 +112,11 @@
 // with Redis WAIT on the lock's own connection and given back when too few
 // replicas acknowledge it. In the chaos module's fault tests (12 forced
 // Sentinel failovers, 8 clients on 2 locks, 200 ms leases) the same
-// schedule lost 23 locks and let two holders overlap 17 times without it,
+// schedule lost 21 locks and let two holders overlap 14 times without it,
 // and lost none with MinReplicas 1. The price is availability: with one
 // replica, the new master has none until the old master rejoins as its
-// replica, and no lock can be confirmed meanwhile (348 acquisitions instead
-// of 1980). WAIT is no consensus: an acknowledging replica can still lose
+// replica, and no lock can be confirmed meanwhile (368 acquisitions instead
+// of 2058). WAIT is no consensus: an acknowledging replica can still lose
 // the election to another, and Refresh is not confirmed.
 //
 // A lock used for efficiency (do not run a job twice) can live with this. A

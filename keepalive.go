@@ -179,7 +179,7 @@ func (l *Lock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, 
 	}
 	keys, token := l.keys, l.tokenArg
 	k := startKeepAlive(cfg, l.sent, validUntil, func(ctx context.Context) error {
-		ok, err := refreshScript.Run(ctx, l.client, keys, token, ms).Int64()
+		ok, err := runScript(ctx, refreshScript, l.client, keys, token, ms).Int64()
 		switch {
 		case err != nil:
 			return err

@@ -1,6 +1,7 @@
 package redislock
 
 import (
+	"context"
 	_ "embed"
 
 	"github.com/redis/go-redis/v9"
@@ -44,3 +45,20 @@ var (
 	argRegistration any = int64(waitRegistration / 1e6)
 	argReservation  any = int64(handoverReservation / 1e6)
 )
+
+// runScript runs s through client (EVALSHA, then EVAL on NOSCRIPT). After a
+// network failure on a Cluster client it also asks the client to reload its
+// slot map: a master that was killed answers nothing, so no MOVED reply
+// would tell go-redis about the replica promoted in its place, and it would
+// keep dialling the dead address until its periodic reload (once a minute
+// by default). The reload runs in go-redis, in the background, at most once
+// per 200 ms.
+func runScript(ctx context.Context, s *redis.Script, client RedisClient, keys []string, args ...any) *redis.Cmd {
+	cmd := s.Run(ctx, client, keys, args...)
+	if err := cmd.Err(); err != nil {
+		if cluster, ok := client.(*redis.ClusterClient); ok && transient(err) {
+			cluster.ReloadState(ctx)
+		}
+	}
+	return cmd
+}

@@ -340,7 +340,7 @@ func (o *obtainCall) wait(ctx context.Context, w *waitForRelease, plain attemptF
 			// at most).
 			sent = time.Now()
 		} else {
-			reply, err = obtainScript.Run(ctx, o.client, keys, args...).Result()
+			reply, err = runScript(ctx, obtainScript, o.client, keys, args...).Result()
 		}
 		if err == nil {
 			if fence, ok := reply.(int64); ok {
@@ -481,7 +481,7 @@ func (o *obtainCall) poll(ctx context.Context, w *waitForRelease, release []stri
 	for {
 		sent := time.Now()
 		o.lock.sent = sent
-		reply, err := obtainScript.Run(ctx, o.client, o.scriptKeys, o.lock.tokenArg, o.metadata, o.ms, o.fenced).Int64()
+		reply, err := runScript(ctx, obtainScript, o.client, o.scriptKeys, o.lock.tokenArg, o.metadata, o.ms, o.fenced).Int64()
 		if err == nil && reply >= 0 {
 			o.lock.fence = reply
 			o.lock.handover = &handover{keys: release}
@@ -527,7 +527,7 @@ type handover struct {
 // waiter.
 func (l *Lock) runRelease(ctx context.Context) (int64, error) {
 	if l.handover == nil {
-		return releaseScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
+		return runScript(ctx, releaseScript, l.client, l.keys, l.tokenArg).Int64()
 	}
-	return releaseScript.Run(ctx, l.client, l.handover.keys, l.tokenArg, argReservation).Int64()
+	return runScript(ctx, releaseScript, l.client, l.handover.keys, l.tokenArg, argReservation).Int64()
 }
