@@ -39,8 +39,13 @@ build:
 install:
 	cd cmd/redislock && $(GO) install -ldflags "$(LDFLAGS)" .
 
-## bench: the library's own benchmarks beside raw go-redis
-bench:
+## bench: this library beside bsm/redislock, redsync, rueidislock and raw go-redis, one redis-server, one run (about 2½ minutes); writes bench/results/results.md and chart.svg
+bench: deps
+	cd bench && $(GO) run . -out results -rev "$(VERSION)"
+
+## bench-micro: the library's own microbenchmarks beside raw go-redis
+.PHONY: bench-micro
+bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 .
 
 ## bench-contention: 8 and 64 workers on one hot key, per retry strategy (about a minute), as a Markdown table

@@ -67,7 +67,8 @@ type Config struct {
 	Stats *redis.Client
 
 	// Requests, if set, counts the commands the workers' clients send (see
-	// [Counter]); the table then reports requests per acquisition.
+	// [Counter]); the table then reports requests per acquisition, and
+	// [Result.RoundTripsPerAcquisition] the round trips.
 	Requests *Counter
 }
 
@@ -78,10 +79,12 @@ type Result struct {
 	Hold         time.Duration
 	Elapsed      time.Duration   // the measurement's length
 	Waits        []time.Duration // Obtain called → lock held, of each acquisition in the window, sorted
+	Holds        []time.Duration // lock held → release called, of the same acquisitions, sorted
 	PerWorker    []int           // acquisitions of each worker in the window
 	Errors       int             // obtain calls that failed (other than at the end)
 	Commands     map[string]int64
 	Requests     int64         // -1 when not counted
+	RoundTrips   int64         // -1 when not counted; a pipeline counts one
 	Ping         time.Duration // median PING round trip during the measurement
 }
 
@@ -102,6 +105,30 @@ func (r *Result) MaxWait() time.Duration {
 		return 0
 	}
 	return r.Waits[len(r.Waits)-1]
+}
+
+// MeanHold returns the mean time from lock held to release called: Hold,
+// and as much as the sleep overran it.
+func (r *Result) MeanHold() time.Duration {
+	if len(r.Holds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, h := range r.Holds {
+		sum += h
+	}
+	return sum / time.Duration(len(r.Holds))
+}
+
+// Gap returns the mean time per acquisition that the lock was not held:
+// the mean time per acquisition (elapsed / acquisitions) less the mean
+// hold. Under saturation it is the handover: release called → the next
+// holder has the lock.
+func (r *Result) Gap() time.Duration {
+	if len(r.Waits) == 0 {
+		return 0
+	}
+	return r.Elapsed/time.Duration(len(r.Waits)) - r.MeanHold()
 }
 
 // FairBound returns the wait of a perfectly fair queue: every worker waits
@@ -150,6 +177,15 @@ func (r *Result) RequestsPerAcquisition() float64 {
 	return perAcquisition(r.Requests, len(r.Waits))
 }
 
+// RoundTripsPerAcquisition returns the client round trips (a command alone
+// or a whole pipeline counting one) per acquisition, or -1 when not counted.
+func (r *Result) RoundTripsPerAcquisition() float64 {
+	if r.RoundTrips < 0 {
+		return -1
+	}
+	return perAcquisition(r.RoundTrips, len(r.Waits))
+}
+
 func perAcquisition(n int64, acq int) float64 {
 	if acq == 0 {
 		return 0
@@ -158,12 +194,24 @@ func perAcquisition(n int64, acq int) float64 {
 }
 
 // Counter is a go-redis hook that counts the commands a client sends, each
-// command of a pipeline counting one. Add it to every client of the
-// workers (client.AddHook(counter)). It is safe for concurrent use.
-type Counter struct{ n atomic.Int64 }
+// command of a pipeline counting one, and the round trips, a pipeline
+// counting one. Add it to every client of the workers
+// (client.AddHook(counter)); clients of another library call [Counter.Add].
+// It is safe for concurrent use.
+type Counter struct{ n, trips atomic.Int64 }
 
 // Count returns the commands counted so far.
 func (c *Counter) Count() int64 { return c.n.Load() }
+
+// RoundTrips returns the round trips counted so far.
+func (c *Counter) RoundTrips() int64 { return c.trips.Load() }
+
+// Add counts commands sent together in one round trip (1 for a command
+// alone), for clients that are not go-redis clients.
+func (c *Counter) Add(commands int) {
+	c.n.Add(int64(commands))
+	c.trips.Add(1)
+}
 
 // DialHook passes dialing on.
 func (c *Counter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -171,7 +219,7 @@ func (c *Counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook counts one command.
 func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
+		c.Add(1)
 		return next(ctx, cmd)
 	}
 }
@@ -179,13 +227,13 @@ func (c *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessPipelineHook counts the pipeline's commands.
 func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
+		c.Add(len(cmds))
 		return next(ctx, cmds)
 	}
 }
 
 // acquisition is one obtain that succeeded.
-type acquisition struct{ called, held time.Time }
+type acquisition struct{ called, held, released time.Time }
 
 // Run runs the workload of cfg: every worker obtains the lock, holds it for
 // cfg.Hold, releases it, and starts again, from the start of the warm-up
@@ -241,8 +289,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 					}
 					continue
 				}
-				acqs[i] = append(acqs[i], acquisition{called, time.Now()})
+				held := time.Now()
 				time.Sleep(cfg.Hold)
+				acqs[i] = append(acqs[i], acquisition{called, held, time.Now()})
 				if err := release(context.WithoutCancel(runCtx)); err != nil {
 					errs.Add(1)
 					lastErr.Store(err)
@@ -251,7 +300,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		})
 	}
 
-	res := &Result{Name: cfg.Name, Layout: cfg.Layout, Workers: cfg.Workers, Hold: cfg.Hold, Requests: -1}
+	res := &Result{Name: cfg.Name, Layout: cfg.Layout, Workers: cfg.Workers, Hold: cfg.Hold, Requests: -1, RoundTrips: -1}
 	err := func() error {
 		if !sleep(ctx, cfg.Warmup) {
 			return ctx.Err()
@@ -260,9 +309,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return err
 		}
-		var reqs int64
+		var reqs, trips int64
 		if cfg.Requests != nil {
-			reqs = cfg.Requests.Count()
+			reqs, trips = cfg.Requests.Count(), cfg.Requests.RoundTrips()
 		}
 		start := time.Now()
 		pings, err := pingDuring(ctx, cfg.Stats, cfg.Duration)
@@ -276,6 +325,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		if cfg.Requests != nil {
 			res.Requests = cfg.Requests.Count() - reqs
+			res.RoundTrips = cfg.Requests.RoundTrips() - trips
 		}
 		stop()
 		wg.Wait()
@@ -295,10 +345,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				if !a.held.Before(start) && a.held.Before(end) {
 					res.PerWorker[i]++
 					res.Waits = append(res.Waits, a.held.Sub(a.called))
+					res.Holds = append(res.Holds, a.released.Sub(a.held))
 				}
 			}
 		}
 		slices.Sort(res.Waits)
+		slices.Sort(res.Holds)
 		res.Errors = int(errs.Load())
 		return nil
 	}()

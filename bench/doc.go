@@ -1,0 +1,35 @@
+// Command bench compares this module's locks with the alternatives, side by
+// side in one run against one redis-server that internal/redistest starts
+// on 127.0.0.1: github.com/bsm/redislock, github.com/go-redsync/redsync/v4
+// (one goredis/v9 pool), github.com/redis/rueidis/rueidislock (KeyMajority
+// 1, on its own rueidis client) and, as the floor, plain go-redis script
+// calls doing the same atomic work. PING round trips are measured beside.
+//
+// Workloads:
+//
+//  1. uncontended Obtain+Release on distinct keys, 1 and 32 goroutines;
+//  2. a failed Obtain on a held key, without retry;
+//  3. Refresh of a held lock;
+//  4. one hot key, 8 and 64 workers, each with its own client and all
+//     sharing one, each holding the lock for 1 ms, every library with its
+//     recommended waiting setting, through internal/contention's runner;
+//  5. 10,000 locks held at once: Redis memory per lock.
+//
+// In workloads 1–3 the libraries take turns, in a new random order each
+// cycle (one operation per turn with one goroutine, 20 ms of all goroutines
+// with 32), so that every library meets the same machine; their
+// allocations come from testing.Benchmark, counted by the runtime for every
+// goroutine of the process. The hot-key runs of all libraries take turns
+// too, twice, and each library's two runs are pooled.
+//
+// Run it with make bench, from the repository's root, which writes
+// results/results.md and results/chart.svg here:
+//
+//	go run . -out results
+//
+// It takes about two and a half minutes on two cores; go run . -h lists
+// the durations that can be changed. The tests of this package (part of
+// make test) only check, in seconds, that every adapter obtains, fails on
+// a held key, refreshes, releases and waits, and that the report and the
+// chart render.
+package main

@@ -1,0 +1,516 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	bsm "github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/contention"
+)
+
+// ttl is the TTL of every lock the libraries that take one obtain: far
+// above every hold, so that no lock expires during a workload. redsync
+// (8 s) and rueidislock (5 s, extended in the background) keep their
+// defaults.
+const ttl = time.Minute
+
+// hotTTL is the TTL in the hot-key runs, as in make bench-contention:
+// WaitForRelease blocks for at most half of it.
+const hotTTL = 5 * time.Second
+
+// library is one way of taking a lock: a lock library, or the raw go-redis
+// floor.
+type library struct {
+	// Name labels the library in the tables.
+	Name string
+	// Module is the module whose version the report prints ("" for none).
+	Module string
+	// Client names the Redis client the library runs on.
+	Client string
+	// Waiting describes the waiting setting of the hot-key runs; "" when
+	// the library does not take part in them.
+	Waiting string
+	// Connect opens a new client of the server at addr, with its own
+	// connections. counter, if not nil, counts the round trips it sends.
+	Connect func(addr string, counter *contention.Counter) (conn, error)
+}
+
+// conn is a library bound to one client. Its methods that return a
+// function build, once per goroutine, what a loop then calls: the calls
+// themselves add nothing to what the library does.
+type conn interface {
+	// ObtainRelease returns a function that obtains the lock on key,
+	// without waiting, and releases it.
+	ObtainRelease(key string) func(context.Context) error
+	// Hold obtains the lock on key without waiting and returns its release.
+	Hold(ctx context.Context, key string) (release func(context.Context) error, err error)
+	// TryHeld returns a function that makes one attempt, without retry, on
+	// key, which another holds: nil when the attempt failed as it should.
+	TryHeld(key string) func(context.Context) error
+	// Refresh obtains the lock on key and returns a function that extends
+	// it, and its release; refresh is nil when the library has no refresh
+	// call.
+	Refresh(ctx context.Context, key string) (refresh, release func(context.Context) error, err error)
+	// Wait returns the obtain function of one hot-key worker: it waits for
+	// key with the library's recommended setting, counting each time the
+	// library gives up (and the worker calls it again) in gaveUp. Nil when
+	// the library does not take part in the hot-key runs.
+	Wait(key string, gaveUp *atomic.Int64) contention.ObtainFunc
+	// Close closes the client.
+	Close()
+}
+
+// errObtainedHeld reports an attempt on a held key that succeeded.
+var errObtainedHeld = errors.New("obtained a key that another holds")
+
+// libraries returns the libraries compared, the floor first.
+func libraries() []library {
+	return []library{
+		{
+			Name: "raw go-redis (floor)", Module: "github.com/redis/go-redis/v9", Client: "go-redis",
+			Connect: func(addr string, counter *contention.Counter) (conn, error) {
+				return rawConn{newGoRedis(addr, counter)}, nil
+			},
+		},
+		{
+			Name: "redislock (this)", Module: "github.com/redislock/redislock", Client: "go-redis",
+			Waiting: "WaitForRelease(nil)",
+			Connect: func(addr string, counter *contention.Counter) (conn, error) {
+				rdb := newGoRedis(addr, counter)
+				return oursConn{rdb: rdb, locker: redislock.New(rdb)}, nil
+			},
+		},
+		{
+			Name: "bsm/redislock", Module: "github.com/bsm/redislock", Client: "go-redis",
+			Waiting: "LimitRetry(LinearBackoff(100ms), 3), called again on ErrNotObtained",
+			Connect: func(addr string, counter *contention.Counter) (conn, error) {
+				rdb := newGoRedis(addr, counter)
+				return bsmConn{rdb: rdb, locker: bsm.New(rdb)}, nil
+			},
+		},
+		{
+			Name: "redsync", Module: "github.com/go-redsync/redsync/v4", Client: "go-redis (goredis/v9 pool)",
+			Waiting: "defaults: 32 tries, 50–250 ms random delay; LockContext called again on failure",
+			Connect: func(addr string, counter *contention.Counter) (conn, error) {
+				rdb := newGoRedis(addr, counter)
+				return redsyncConn{rdb: rdb, rs: redsync.New(goredis.NewPool(rdb))}, nil
+			},
+		},
+		{
+			Name: "rueidislock", Module: "github.com/redis/rueidis", Client: "rueidis (its own client)",
+			Waiting: "WithContext (waits for client-side-caching invalidations)",
+			Connect: newRueidisConn,
+		},
+	}
+}
+
+func newGoRedis(addr string, counter *contention.Counter) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	if counter != nil {
+		rdb.AddHook(counter)
+	}
+	return rdb
+}
+
+// The raw floor: the same atomic work as one plain go-redis script call
+// per operation, with a fixed token (as in the root module's
+// bench_test.go). It has no waiting of its own.
+var (
+	rawObtain  = redis.NewScript(`return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`)
+	rawRelease = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+	rawRefresh = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
+)
+
+const rawToken = "0123456789abcdefghijkl" // 22 characters, as this library's tokens
+
+type rawConn struct{ rdb *redis.Client }
+
+func (c rawConn) ObtainRelease(key string) func(context.Context) error {
+	keys := []string{key}
+	return func(ctx context.Context) error {
+		if err := rawObtain.Run(ctx, c.rdb, keys, rawToken, 60000).Err(); err != nil {
+			return err
+		}
+		if n, err := rawRelease.Run(ctx, c.rdb, keys, rawToken).Int64(); err != nil || n != 1 {
+			return fmt.Errorf("release: %d, %v", n, err)
+		}
+		return nil
+	}
+}
+
+func (c rawConn) Hold(ctx context.Context, key string) (func(context.Context) error, error) {
+	keys := []string{key}
+	if err := rawObtain.Run(ctx, c.rdb, keys, rawToken, 60000).Err(); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return rawRelease.Run(ctx, c.rdb, keys, rawToken).Err() }, nil
+}
+
+func (c rawConn) TryHeld(key string) func(context.Context) error {
+	keys := []string{key}
+	return func(ctx context.Context) error {
+		err := rawObtain.Run(ctx, c.rdb, keys, "another-token-456789abc", 60000).Err()
+		if errors.Is(err, redis.Nil) {
+			return nil
+		}
+		if err == nil {
+			return errObtainedHeld
+		}
+		return err
+	}
+}
+
+func (c rawConn) Refresh(ctx context.Context, key string) (func(context.Context) error, func(context.Context) error, error) {
+	release, err := c.Hold(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := []string{key}
+	refresh := func(ctx context.Context) error {
+		if n, err := rawRefresh.Run(ctx, c.rdb, keys, rawToken, 60000).Int64(); err != nil || n != 1 {
+			return fmt.Errorf("refresh: %d, %v", n, err)
+		}
+		return nil
+	}
+	return refresh, release, nil
+}
+
+func (rawConn) Wait(string, *atomic.Int64) contention.ObtainFunc { return nil }
+
+func (c rawConn) Close() { _ = c.rdb.Close() }
+
+// This library, with default options; WaitForRelease in the hot-key runs.
+type oursConn struct {
+	rdb    *redis.Client
+	locker *redislock.Client
+}
+
+func (c oursConn) ObtainRelease(key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		lock, err := c.locker.Obtain(ctx, key, ttl, nil)
+		if err != nil {
+			return err
+		}
+		return lock.Release(ctx)
+	}
+}
+
+func (c oursConn) Hold(ctx context.Context, key string) (func(context.Context) error, error) {
+	lock, err := c.locker.Obtain(ctx, key, ttl, nil)
+	if err != nil {
+		return nil, err
+	}
+	return lock.Release, nil
+}
+
+func (c oursConn) TryHeld(key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := c.locker.Obtain(ctx, key, ttl, nil)
+		if errors.Is(err, redislock.ErrNotObtained) {
+			return nil
+		}
+		if err == nil {
+			return errObtainedHeld
+		}
+		return err
+	}
+}
+
+func (c oursConn) Refresh(ctx context.Context, key string) (func(context.Context) error, func(context.Context) error, error) {
+	lock, err := c.locker.Obtain(ctx, key, ttl, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context) error { return lock.Refresh(ctx, ttl, nil) }, lock.Release, nil
+}
+
+func (c oursConn) Wait(key string, _ *atomic.Int64) contention.ObtainFunc {
+	opt := &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)}
+	return func(ctx context.Context) (func(context.Context) error, error) {
+		lock, err := c.locker.Obtain(ctx, key, hotTTL, opt)
+		if err != nil {
+			return nil, err
+		}
+		return lock.Release, nil
+	}
+}
+
+func (c oursConn) Close() { _ = c.rdb.Close() }
+
+// bsm/redislock v0.10.0, with default options; in the hot-key runs, the
+// retry of its documentation's example (ExampleClient_Obtain_retry: "Retry
+// every 100ms, for up-to 3x"). Its LimitRetry counts in the strategy
+// value, so every call gets a new one.
+type bsmConn struct {
+	rdb    *redis.Client
+	locker *bsm.Client
+}
+
+func (c bsmConn) ObtainRelease(key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		lock, err := c.locker.Obtain(ctx, key, ttl, nil)
+		if err != nil {
+			return err
+		}
+		return lock.Release(ctx)
+	}
+}
+
+func (c bsmConn) Hold(ctx context.Context, key string) (func(context.Context) error, error) {
+	lock, err := c.locker.Obtain(ctx, key, ttl, nil)
+	if err != nil {
+		return nil, err
+	}
+	return lock.Release, nil
+}
+
+func (c bsmConn) TryHeld(key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := c.locker.Obtain(ctx, key, ttl, nil)
+		if errors.Is(err, bsm.ErrNotObtained) {
+			return nil
+		}
+		if err == nil {
+			return errObtainedHeld
+		}
+		return err
+	}
+}
+
+func (c bsmConn) Refresh(ctx context.Context, key string) (func(context.Context) error, func(context.Context) error, error) {
+	lock, err := c.locker.Obtain(ctx, key, ttl, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context) error { return lock.Refresh(ctx, ttl, nil) }, lock.Release, nil
+}
+
+func (c bsmConn) Wait(key string, gaveUp *atomic.Int64) contention.ObtainFunc {
+	return func(ctx context.Context) (func(context.Context) error, error) {
+		for {
+			opt := &bsm.Options{RetryStrategy: bsm.LimitRetry(bsm.LinearBackoff(100*time.Millisecond), 3)}
+			lock, err := c.locker.Obtain(ctx, key, hotTTL, opt)
+			if err == nil {
+				return lock.Release, nil
+			}
+			if !errors.Is(err, bsm.ErrNotObtained) || ctx.Err() != nil {
+				return nil, err
+			}
+			gaveUp.Add(1)
+		}
+	}
+}
+
+func (c bsmConn) Close() { _ = c.rdb.Close() }
+
+// redsync v4 on one goredis/v9 pool (quorum 1), with default options. A
+// Mutex holds the state of one acquisition and is not safe for concurrent
+// use, so each acquisition makes its own (NewMutex), as a request handler
+// would.
+type redsyncConn struct {
+	rdb *redis.Client
+	rs  *redsync.Redsync
+}
+
+func (c redsyncConn) ObtainRelease(key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		m := c.rs.NewMutex(key)
+		if err := m.TryLockContext(ctx); err != nil {
+			return err
+		}
+		if ok, err := m.UnlockContext(ctx); !ok {
+			return fmt.Errorf("unlock: %v", err)
+		}
+		return nil
+	}
+}
+
+func (c redsyncConn) Hold(ctx context.Context, key string) (func(context.Context) error, error) {
+	m := c.rs.NewMutex(key)
+	if err := m.TryLockContext(ctx); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		_, err := m.UnlockContext(ctx)
+		return err
+	}, nil
+}
+
+func (c redsyncConn) TryHeld(key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := c.rs.NewMutex(key).TryLockContext(ctx)
+		var taken *redsync.ErrTaken
+		if errors.As(err, &taken) {
+			return nil
+		}
+		if err == nil {
+			return errObtainedHeld
+		}
+		return err
+	}
+}
+
+func (c redsyncConn) Refresh(ctx context.Context, key string) (func(context.Context) error, func(context.Context) error, error) {
+	m := c.rs.NewMutex(key)
+	if err := m.TryLockContext(ctx); err != nil {
+		return nil, nil, err
+	}
+	refresh := func(ctx context.Context) error {
+		if ok, err := m.ExtendContext(ctx); !ok {
+			return fmt.Errorf("extend: %v", err)
+		}
+		return nil
+	}
+	release := func(ctx context.Context) error {
+		_, err := m.UnlockContext(ctx)
+		return err
+	}
+	return refresh, release, nil
+}
+
+func (c redsyncConn) Wait(key string, gaveUp *atomic.Int64) contention.ObtainFunc {
+	return func(ctx context.Context) (func(context.Context) error, error) {
+		for {
+			m := c.rs.NewMutex(key)
+			err := m.LockContext(ctx)
+			if err == nil {
+				return func(ctx context.Context) error {
+					_, err := m.UnlockContext(ctx)
+					return err
+				}, nil
+			}
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			gaveUp.Add(1)
+		}
+	}
+}
+
+func (c redsyncConn) Close() { _ = c.rdb.Close() }
+
+// rueidislock, configured as its README says for one Redis 7.0.5 or later:
+// KeyMajority 1 and NoLoopTracking. It runs on its own rueidis client
+// (client-side caching, auto-pipelining on one connection), not go-redis.
+// The lock is the context WithContext returns; its cancel releases it and
+// waits for the release. It has no refresh call: a goroutine per lock
+// extends it every KeyValidity/2 (2.5 s).
+type rueidisConn struct{ locker rueidislock.Locker }
+
+func newRueidisConn(addr string, counter *contention.Counter) (conn, error) {
+	opt := rueidislock.LockerOption{
+		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
+		KeyMajority:    1,
+		NoLoopTracking: true,
+	}
+	if counter != nil {
+		opt.ClientBuilder = func(o rueidis.ClientOption) (rueidis.Client, error) {
+			c, err := rueidis.NewClient(o)
+			if err != nil {
+				return nil, err
+			}
+			return countingClient{Client: c, counter: counter}, nil
+		}
+	}
+	locker, err := rueidislock.NewLocker(opt)
+	if err != nil {
+		return nil, err
+	}
+	return rueidisConn{locker}, nil
+}
+
+// released adapts a rueidislock cancel function: it releases the lock and
+// waits for the release script to return.
+func released(cancel context.CancelFunc) func(context.Context) error {
+	return func(context.Context) error {
+		cancel()
+		return nil
+	}
+}
+
+func (c rueidisConn) ObtainRelease(key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, cancel, err := c.locker.WithContext(ctx, key)
+		if err != nil {
+			return err
+		}
+		cancel()
+		return nil
+	}
+}
+
+func (c rueidisConn) Hold(ctx context.Context, key string) (func(context.Context) error, error) {
+	_, cancel, err := c.locker.TryWithContext(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return released(cancel), nil
+}
+
+func (c rueidisConn) TryHeld(key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, cancel, err := c.locker.TryWithContext(ctx, key)
+		if errors.Is(err, rueidislock.ErrNotLocked) {
+			return nil
+		}
+		if err == nil {
+			cancel()
+			return errObtainedHeld
+		}
+		return err
+	}
+}
+
+func (c rueidisConn) Refresh(ctx context.Context, key string) (func(context.Context) error, func(context.Context) error, error) {
+	release, err := c.Hold(ctx, key)
+	return nil, release, err
+}
+
+func (c rueidisConn) Wait(key string, _ *atomic.Int64) contention.ObtainFunc {
+	return func(ctx context.Context) (func(context.Context) error, error) {
+		_, cancel, err := c.locker.WithContext(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return released(cancel), nil
+	}
+}
+
+func (c rueidisConn) Close() { c.locker.Close() }
+
+// countingClient counts the commands a rueidis client sends: each call
+// one round trip, however rueidis pipelines calls of different goroutines
+// together.
+type countingClient struct {
+	rueidis.Client
+	counter *contention.Counter
+}
+
+func (c countingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.counter.Add(1)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c countingClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	c.counter.Add(len(multi))
+	return c.Client.DoMulti(ctx, multi...)
+}
+
+func (c countingClient) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
+	c.counter.Add(1)
+	return c.Client.DoCache(ctx, cmd, ttl)
+}
+
+func (c countingClient) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableTTL) []rueidis.RedisResult {
+	c.counter.Add(len(multi))
+	return c.Client.DoMultiCache(ctx, multi...)
+}

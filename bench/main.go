@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock/internal/contention"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// thisModule is the module under comparison.
+const thisModule = "github.com/redislock/redislock"
+
+func main() {
+	// testing.Benchmark reads -test.benchtime, which testing.Init
+	// registers.
+	testing.Init()
+	var p program
+	flag.StringVar(&p.out, "out", "results", "directory to write results.md and chart.svg to")
+	flag.DurationVar(&p.micro, "micro", 6*time.Second, "time of each one-goroutine workload (1–3), all libraries in turns")
+	flag.DurationVar(&p.microParallel, "micro-parallel", 8*time.Second, "time of the 32-goroutine workload, all libraries in turns")
+	flag.DurationVar(&p.slice, "slice", 20*time.Millisecond, "one library's turn in the 32-goroutine workload")
+	flag.DurationVar(&p.benchtime, "benchtime", 100*time.Millisecond, "testing.Benchmark's run that counts one library's allocations")
+	flag.DurationVar(&p.hotDuration, "hot", 3*time.Second, "measurement of each hot-key run (after 500 ms of warm-up)")
+	flag.IntVar(&p.hotRounds, "hot-rounds", 2, "hot-key runs of each library and configuration, pooled")
+	flag.IntVar(&p.locks, "locks", 10000, "locks held at once in the memory workload")
+	flag.StringVar(&p.rev, "rev", "", "revision of this module to print (make bench passes git describe)")
+	flag.Parse()
+	if err := flag.Set("test.benchtime", p.benchtime.String()); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	// redistest.Run stops the server it started, whatever happens.
+	os.Exit(redistest.Run(&p))
+}
+
+// program is one run of every workload.
+type program struct {
+	out           string
+	micro         time.Duration
+	microParallel time.Duration
+	slice         time.Duration
+	benchtime     time.Duration
+	hotDuration   time.Duration
+	hotRounds     int
+	locks         int
+	rev           string
+}
+
+// Run runs the workloads and writes the report; it returns the exit code.
+func (p *program) Run() int {
+	if err := p.run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
+func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+
+func (p *program) run(ctx context.Context) error {
+	start := time.Now()
+	addr, err := redistest.SharedAddr(redistest.Redis)
+	if err != nil {
+		return err
+	}
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	env, err := p.environment(ctx, admin)
+	if err != nil {
+		return err
+	}
+	logf("bench: %s, %s, Go %s, %s", env.CPU, env.OS, env.Go, env.Redis)
+	libs := libraries()
+
+	idle, err := contention.PingRoundTrip(ctx, admin, 2000)
+	if err != nil {
+		return err
+	}
+	env.Ping = idle
+
+	logf("workloads 1–3: %v each (%d goroutines: %v in turns of %v)", p.micro, parallelGoroutines, p.microParallel, p.slice)
+	micro, err := (&microSuite{addr: addr, libs: libs, slice: p.slice, total: p.micro, totalParallel: p.microParallel, log: logf}).run(ctx)
+	if err != nil {
+		return err
+	}
+	logf("workload 4: hot key, %d rounds of %v per run", p.hotRounds, p.hotDuration)
+	hot, err := (&hotSuite{addr: addr, libs: libs, hold: time.Millisecond, duration: p.hotDuration, rounds: p.hotRounds, log: logf}).run(ctx)
+	if err != nil {
+		return err
+	}
+	logf("workload 5: %d locks held at once", p.locks)
+	mem, err := (&memSuite{addr: addr, libs: libs, locks: p.locks, log: logf}).run(ctx)
+	if err != nil {
+		return err
+	}
+	env.Elapsed = time.Since(start)
+
+	rep := &report{Env: env, Libraries: libs, Micro: micro, Hot: hot, Memory: mem, HotDuration: p.hotDuration, HotRounds: p.hotRounds, MicroTime: p.micro, MicroParallel: p.microParallel, Slice: p.slice}
+	var md strings.Builder
+	rep.writeMarkdown(&md)
+	var svg strings.Builder
+	writeChart(&svg, rep)
+	if err := os.MkdirAll(p.out, 0o755); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(p.out, "results.md"), md.String()); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(p.out, "chart.svg"), svg.String()); err != nil {
+		return err
+	}
+	fmt.Print(md.String())
+	logf("bench: wrote %s and %s in %v", filepath.Join(p.out, "results.md"), filepath.Join(p.out, "chart.svg"), env.Elapsed.Round(time.Second))
+	return nil
+}
+
+// writeFile writes through a temporary file, so that an interrupted run
+// leaves the previous results whole.
+func writeFile(path, text string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// environment is what the report says of the run's conditions.
+type environment struct {
+	Date     time.Time
+	CPU      string
+	Cores    int
+	OS       string
+	Go       string
+	Redis    string
+	Versions map[string]string // module path → version
+	Ping     time.Duration     // idle PING round trip, p50
+	Elapsed  time.Duration
+}
+
+func (p *program) environment(ctx context.Context, admin *redis.Client) (environment, error) {
+	env := environment{
+		Date:     time.Now().UTC(),
+		CPU:      cpuModel(),
+		Cores:    runtime.NumCPU(),
+		OS:       runtime.GOOS + "/" + runtime.GOARCH,
+		Go:       runtime.Version(),
+		Versions: map[string]string{},
+	}
+	info, err := admin.Info(ctx, "server").Result()
+	if err != nil {
+		return env, err
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			env.Redis = "Redis " + v
+		}
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			env.Versions[d.Path] = d.Version
+		}
+	}
+	env.Versions[thisModule] = p.rev
+	if p.rev == "" {
+		env.Versions[thisModule] = "(working tree)"
+	}
+	return env, nil
+}
+
+// cpuModel returns the processor's model name from /proc/cpuinfo.
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}

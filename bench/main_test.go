@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redislock/redislock/internal/contention"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
+
+// TestLibraries runs each adapter once against the shared server: obtain
+// and release, a failed attempt on a held key, refresh, waiting for a key
+// that another releases, and the round-trip counter. The full comparison
+// is make bench.
+func TestLibraries(t *testing.T) {
+	addr := redistest.SharedServer(t, redistest.Redis).Addr()
+	for _, lib := range libraries() {
+		t.Run(lib.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			counter := &contention.Counter{}
+			c, err := lib.Connect(addr, counter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			other, err := lib.Connect(addr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+
+			key := redistest.Key(t, "lock")
+			for range 2 {
+				if err := c.ObtainRelease(key)(ctx); err != nil {
+					t.Fatalf("ObtainRelease: %v", err)
+				}
+			}
+			if counter.RoundTrips() < 2 {
+				t.Errorf("round trips counted: %d, want at least 2", counter.RoundTrips())
+			}
+
+			release, err := other.Hold(ctx, key)
+			if err != nil {
+				t.Fatalf("Hold: %v", err)
+			}
+			if err := c.TryHeld(key)(ctx); err != nil {
+				t.Errorf("TryHeld on a held key: %v", err)
+			}
+			if err := release(ctx); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if err := c.TryHeld(key)(ctx); !errors.Is(err, errObtainedHeld) {
+				t.Errorf("TryHeld on a free key = %v, want %v", err, errObtainedHeld)
+			}
+			// Free the key that the last TryHeld took, for libraries
+			// that do not release it themselves.
+			redistest.SharedServer(t, redistest.Redis).Client(t).Del(ctx, key, "rueidislock:0:"+key)
+
+			refresh, release, err := c.Refresh(ctx, redistest.Key(t, "refresh"))
+			if err != nil {
+				t.Fatalf("Refresh: %v", err)
+			}
+			if refresh != nil {
+				if err := refresh(ctx); err != nil {
+					t.Errorf("refresh: %v", err)
+				}
+			} else if lib.Name != "rueidislock" {
+				t.Errorf("no refresh")
+			}
+			if err := release(ctx); err != nil {
+				t.Errorf("release after refresh: %v", err)
+			}
+
+			var gaveUp atomic.Int64
+			wait := c.Wait(redistest.Key(t, "hot"), &gaveUp)
+			if lib.Waiting == "" {
+				if wait != nil {
+					t.Errorf("Wait is set but Waiting is empty")
+				}
+				return
+			}
+			hot := redistest.Key(t, "hot")
+			release, err = other.Wait(hot, &gaveUp)(ctx)
+			if err != nil {
+				t.Fatalf("Wait on a free key: %v", err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				release, err := wait(ctx)
+				if err == nil {
+					err = release(ctx)
+				}
+				done <- err
+			}()
+			time.Sleep(20 * time.Millisecond)
+			if err := release(ctx); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if err := <-done; err != nil {
+				t.Errorf("Wait on a key released 20 ms later: %v", err)
+			}
+		})
+	}
+}
+
+// TestMemory holds a few locks through each library.
+func TestMemory(t *testing.T) {
+	addr := redistest.NewServer(t, redistest.Redis).Addr()
+	rows, err := (&memSuite{addr: addr, libs: libraries(), locks: 100, log: t.Logf}).run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Keys < int64(r.Locks) || r.Bytes <= 0 {
+			t.Errorf("%s: %d keys, %d bytes for %d locks", r.Library, r.Keys, r.Bytes, r.Locks)
+		}
+	}
+}
+
+// TestReport renders the report and the chart from made-up figures.
+func TestReport(t *testing.T) {
+	libs := libraries()
+	fig := func(ns, allocs float64) *figure {
+		return &figure{NsPerOp: ns, AllocsPerOp: allocs, BytesPerOp: 10 * allocs, RoundTrips: 2, Goroutines: 1}
+	}
+	r := &report{
+		Env: environment{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), CPU: "test CPU", Cores: 2, OS: "linux/amd64",
+			Go: "go1.26", Redis: "Redis 7.0.15", Versions: map[string]string{thisModule: "v0.0.0-test"}, Ping: 20 * time.Microsecond},
+		Libraries: libs, HotRounds: 2, HotDuration: time.Second, MicroTime: 6 * time.Second, MicroParallel: 8 * time.Second, Slice: 20 * time.Millisecond,
+		Micro: []microRow{{Name: "PING (one round trip)", IsPing: true, Obtain1: fig(20000, 4), ObtainN: fig(5000, 4)}},
+	}
+	for i, lib := range libs {
+		row := microRow{Name: lib.Name, Client: lib.Client, IsFloor: i == 0, IsThisRepo: lib.Module == thisModule,
+			Obtain1: fig(100000+float64(i)*1000, 20+float64(i)), ObtainN: fig(30000, 20+float64(i)), Failed: fig(50000, 10), Refresh: fig(50000, 10)}
+		if lib.Name == "rueidislock" {
+			row.Refresh = nil
+		}
+		r.Micro = append(r.Micro, row)
+		r.Memory = append(r.Memory, memRow{Library: lib.Name, IsFloor: i == 0, IsThisRepo: row.IsThisRepo, Locks: 100, Keys: 100, Bytes: 9000 + int64(i)*100})
+	}
+	for range hotConfigs {
+		var runs []hotRun
+		for i, lib := range libs {
+			if lib.Waiting == "" {
+				continue
+			}
+			res := &contention.Result{Name: lib.Name, Workers: 8, Elapsed: time.Second, Requests: 40, RoundTrips: 30,
+				Waits:     []time.Duration{time.Millisecond, time.Duration(i+2) * time.Millisecond},
+				PerWorker: []int{1, 1, 0, 0, 0, 0, 0, 0}, Commands: map[string]int64{"evalsha": 4}}
+			runs = append(runs, hotRun{Library: lib.Name, IsThisRepo: lib.Module == thisModule, Result: res})
+		}
+		r.Hot = append(r.Hot, runs)
+	}
+
+	var md strings.Builder
+	r.writeMarkdown(&md)
+	for _, want := range []string{
+		"## 1. Uncontended Obtain+Release", "## 4. One hot key", "## 5. 100 locks held at once",
+		"| **redislock (this)** | go-redis | 101,000 |", "no Refresh call", "v0.0.0-test",
+		"| Memory per held lock no more than bsm/redislock's | met |", "![Hot key", "rueidis",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+
+	var svg strings.Builder
+	writeChart(&svg, r)
+	dec := xml.NewDecoder(strings.NewReader(svg.String()))
+	rects := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("chart is not well-formed XML: %v\n%s", err, svg.String())
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "rect" {
+			rects++
+		}
+	}
+	// Background, legend (4), and 4 libraries × 4 configurations × 2 panels.
+	if want := 1 + 4 + 4*4*2; rects != want {
+		t.Errorf("chart has %d rects, want %d", rects, want)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{thousands(0), "0"}, {thousands(999), "999"}, {thousands(1000), "1,000"}, {thousands(-1234567), "-1,234,567"},
+		{count(22), "22"}, {count(22.4), "22.4"}, {count(1234.4), "1,234"},
+		{trips(2), "2"}, {trips(3.456), "3.46"},
+		{shortDuration(85 * time.Millisecond), "85ms"}, {shortDuration(1200 * time.Millisecond), "1.2s"},
+		{shortDuration(40 * time.Microsecond), "40µs"}, {shortDuration(2500 * time.Microsecond), "2.5ms"},
+		{ratio(105, 100), "1.05"}, {ratio(1, 0), "–"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+	if got := niceStep(170); got != 200 {
+		t.Errorf("niceStep(170) = %v, want 200", got)
+	}
+}
+
+func TestPool(t *testing.T) {
+	ms := time.Millisecond
+	a := hotRun{Library: "l", Result: &contention.Result{Workers: 2, Elapsed: time.Second, Waits: []time.Duration{1 * ms, 5 * ms}, Holds: []time.Duration{2 * ms, 1 * ms},
+		PerWorker: []int{1, 1}, Commands: map[string]int64{"evalsha": 4}, Requests: 6, RoundTrips: 4, Ping: 10 * time.Microsecond}, GaveUp: 1}
+	b := hotRun{Library: "l", Result: &contention.Result{Workers: 2, Elapsed: time.Second, Waits: []time.Duration{3 * ms}, Holds: []time.Duration{3 * ms},
+		PerWorker: []int{1, 0}, Commands: map[string]int64{"evalsha": 2, "blmove": 1}, Requests: -1, RoundTrips: 2, Ping: 30 * time.Microsecond}, GaveUp: 2}
+	p := pool(a, b)
+	if got, want := p.Waits, []time.Duration{1 * ms, 3 * ms, 5 * ms}; !slices.Equal(got, want) {
+		t.Errorf("Waits = %v, want %v", got, want)
+	}
+	if got, want := p.Holds, []time.Duration{1 * ms, 2 * ms, 3 * ms}; !slices.Equal(got, want) {
+		t.Errorf("Holds = %v, want %v", got, want)
+	}
+	if lo, hi := p.MinMax(); lo != 0 || hi != 1 || len(p.PerWorker) != 4 {
+		t.Errorf("PerWorker = %v", p.PerWorker)
+	}
+	if p.Throughput() != 1.5 || p.RoundTrips != 6 || p.Requests != -1 || p.GaveUp != 3 || p.Ping != 20*time.Microsecond {
+		t.Errorf("pooled = %+v, gave up %d", *p.Result, p.GaveUp)
+	}
+	if p.Commands["evalsha"] != 6 || p.Commands["blmove"] != 1 || a.Commands["blmove"] != 0 {
+		t.Errorf("Commands = %v; a's = %v", p.Commands, a.Commands)
+	}
+}
