@@ -27,6 +27,7 @@ deps:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags contention ./internal/contention
 	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 ## build: the command-line tool, into bin/redislock (--version from git describe)
@@ -51,7 +52,7 @@ bench-micro:
 ## bench-contention: 8 and 64 workers on one hot key, per retry strategy (about a minute), as a Markdown table
 .PHONY: bench-contention
 bench-contention: deps
-	REDISLOCK_CONTENTION=$${REDISLOCK_CONTENTION:-1} $(GO) test -run '^TestContention' -count=1 -v -timeout 10m ./internal/contention
+	REDISLOCK_CONTENTION=$${REDISLOCK_CONTENTION:-1} $(GO) test -tags contention -run '^TestContention' -count=1 -v -timeout 10m ./internal/contention
 
 ## chaos: the long fault schedules and the full load test (minutes), then the results table
 chaos: deps

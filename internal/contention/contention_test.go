@@ -1,3 +1,8 @@
+//go:build contention
+
+// Built only with -tags contention (make bench-contention): these are
+// minutes-long measurements, not checks, and stay out of make test.
+
 package contention_test
 
 import (
