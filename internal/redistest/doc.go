@@ -20,6 +20,8 @@
 //
 // Tests that kill servers or force failovers start their own instance with
 // [NewServer], [NewCluster] or [NewSentinel], which stop it in t.Cleanup.
+// [NewTLSServer] starts a server that also listens with TLS, with a CA and
+// certificates made for the test.
 //
 // # Failures and cleanup
 //
