@@ -10,9 +10,12 @@ import (
 
 // Report is what [Check] found in a history.
 type Report struct {
-	Ops     int // client calls and writes recorded
+	Ops     int // client calls and writes recorded (keep-alive reports are not calls)
 	Obtains int // obtains that returned a lock (acquisitions)
-	Failed  int // calls whose outcome was unknown (timeouts, resets, …)
+	// Failed counts calls whose outcome was unknown (timeouts, resets, …),
+	// and keep-alives that ended because their validity ran out without a
+	// successful refresh (their refreshes failed so).
+	Failed int
 
 	// Overlaps counts pairs of acquisitions of one key whose holders both
 	// believed, by their local validity, that they held it at once.
@@ -103,7 +106,9 @@ func Check(events []Event) Report {
 		case OpWrite:
 			writes = append(writes, e)
 		}
-		r.Ops++
+		if e.Op != OpKeepAlive {
+			r.Ops++
+		}
 		if e.Result == Failed {
 			r.Failed++
 		}
@@ -148,10 +153,11 @@ type checker struct {
 }
 
 // validity computes when a's holder stopped believing it held the lock: the
-// earliest of the end of its validity (extended by successful refreshes),
-// the start of its release, and the end of a refresh that reported the lock
-// gone. A refresh or release that found it gone before the validity ran out
-// is an early loss.
+// earliest of the end of its validity (extended by successful refreshes and
+// by the validity its keep-alive reported), the start of its release, the
+// end of a refresh that reported the lock gone, and the moment its holder
+// saw its keep-alive end. A refresh, release or keep-alive that found it
+// gone before the validity ran out is an early loss.
 func (c *checker) validity(a *acquisition) {
 	valid := a.obtain.validUntil()
 	end := time.Duration(1<<63 - 1)
@@ -166,6 +172,21 @@ func (c *checker) validity(a *acquisition) {
 					a.id, e.End.Seconds(), valid.Seconds()), a)
 			}
 			end = min(end, e.End)
+		case e.Op == OpKeepAlive:
+			if e.Valid != 0 {
+				valid = max(valid, e.Valid)
+			}
+			switch e.Result {
+			case No:
+				if e.End < valid {
+					c.r.LostEarly++
+					c.report("lost early", fmt.Sprintf("acquisition #%d: keep-alive reported the lock gone at %.4fs, inside its validity (until %.4fs)",
+						a.id, e.End.Seconds(), valid.Seconds()), a)
+				}
+				end = min(end, e.End)
+			case Failed:
+				end = min(end, e.End)
+			}
 		case e.Op == OpRelease:
 			if e.Result == No && e.End < valid {
 				c.r.LostEarly++

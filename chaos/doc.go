@@ -1,6 +1,6 @@
 // Package chaos checks redislock under faults: it records what many
-// concurrent clients did (obtain, refresh, write to a fenced resource,
-// release) and checks the history by code.
+// concurrent clients did (obtain, keep the lock with a keep-alive, write to
+// a fenced resource, release) and checks the history by code.
 //
 // The package itself is the checker ([History], [Check], [Store]); its
 // tests drive real redis-server processes through an in-process toxiproxy
@@ -20,13 +20,18 @@
 //     higher fence token, even across data loss.
 //   - Mutual exclusion: two acquisitions whose holders both believed they
 //     held the lock at the same moment, by their local validity (from the
-//     moment Obtain returned until the earliest of: the send time of the
-//     last successful Obtain or Refresh plus the TTL, and the start of
-//     Release). None is expected without failover or data loss.
+//     moment Obtain returned until the earliest of: the validity its
+//     keep-alive last reported (KeepAlive.ValidUntil, recorded before each
+//     write and when the keep-alive ends: the send time of the last
+//     successful obtain or refresh plus the TTL, less a margin), the
+//     moment it saw the keep-alive end, and the start of Release; for a
+//     client that refreshes by hand, the send time of the last successful
+//     Obtain or Refresh plus the TTL). None is expected without failover or
+//     data loss.
 //   - No obtain of a held lock: no Obtain call that ran entirely inside
 //     another holder's validity returned a lock.
-//   - No early loss: no Refresh or Release completed inside the holder's
-//     validity and found the lock gone.
+//   - No early loss: no Refresh, Release or keep-alive found the lock gone
+//     inside the holder's validity.
 //
 // Validity is measured on the client's monotonic clock from a time taken
 // before the command was sent, so it never outlasts the key on the server

@@ -25,6 +25,16 @@ const (
 	OpWrite
 	// OpFault marks a change of the fault schedule (Note says which).
 	OpFault
+	// OpKeepAlive is what an acquisition's keep-alive ([redislock.KeepAlive])
+	// said, read by the holder; it is not a call to Redis. Valid is its
+	// ValidUntil then (0 when it was the zero Time: the lock is known gone).
+	// The holder records one before each write (OK: it believes it holds
+	// the lock until Valid) and one when the keep-alive ends: OK when the
+	// holder stopped it (before Release, or for a pause), No when a refresh
+	// found the lock gone (Err is the keep-alive's Err), Failed when it
+	// ended otherwise (its validity ran out without a successful refresh).
+	// Start and End are when the holder saw it.
+	OpKeepAlive
 )
 
 func (o Op) String() string {
@@ -39,6 +49,8 @@ func (o Op) String() string {
 		return "write"
 	case OpFault:
 		return "fault"
+	case OpKeepAlive:
+		return "keepalive"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -82,7 +94,8 @@ type Event struct {
 	Result Result
 	Err    string        // the error of a Failed (or No) call
 	Token  int64         // obtain: the fence token obtained; write: the token sent
-	TTL    time.Duration // obtain and refresh: the TTL asked for
+	TTL    time.Duration // obtain and refresh: the lease the holder believes, counted from Start
+	Valid  time.Duration // keep-alive: its ValidUntil, as an offset like Start; 0 for none
 	Seq    int64         // write: the store's order of writes to Key
 	Note   string        // fault: what changed
 }
@@ -109,6 +122,10 @@ func (e Event) String() string {
 	case OpObtain, OpRefresh:
 		if e.Result == OK {
 			fmt.Fprintf(&b, " valid until %.4fs", e.validUntil().Seconds())
+		}
+	case OpKeepAlive:
+		if e.Valid != 0 {
+			fmt.Fprintf(&b, " valid until %.4fs", e.Valid.Seconds())
 		}
 	}
 	if e.Token != 0 {
@@ -139,6 +156,11 @@ func NewHistory() *History {
 
 // Now returns the time since the history began, on the monotonic clock.
 func (h *History) Now() time.Duration { return time.Since(h.origin) }
+
+// At returns t as an offset like [History.Now]. t must carry a monotonic
+// clock reading (as [time.Now] and [redislock.KeepAlive.ValidUntil] do), so
+// that the offset is exact.
+func (h *History) At(t time.Time) time.Duration { return t.Sub(h.origin) }
 
 // NewAcq returns a new acquisition number (1, 2, …).
 func (h *History) NewAcq() int {

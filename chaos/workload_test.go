@@ -12,9 +12,12 @@ import (
 )
 
 // workload is many clients contending for a few locks: each worker obtains
-// a lock (waiting a while for it), writes to the fenced store a few times
-// with its fence token while its lease is valid, refreshes when half the
-// lease is gone, and releases. Every call is recorded in the history.
+// a lock (waiting a while for it), keeps it with [redislock.Lock.KeepAlive],
+// writes to the fenced store a few times with its fence token while the
+// keep-alive says the lock is valid, and releases. Every call, and what the
+// keep-alive said at each write and when it ended, is recorded in the
+// history, so that each holder's belief that it holds the lock is exactly
+// the keep-alive's validity.
 type workload struct {
 	h     *chaos.History
 	store *chaos.Store
@@ -26,10 +29,11 @@ type workload struct {
 	// options returns the Options of an obtain (with FenceKey and
 	// RetryStrategy set by the worker). Nil: none more.
 	options func() redislock.Options
-	// believe is how long after sending an obtain or refresh the holder
-	// believes its lease lasts; 0 means the TTL, which is what the key
-	// guarantees. A longer one makes a deliberately unsafe client, to show
-	// that the checker catches it.
+	// believe, when not 0, makes a deliberately unsafe client, to show that
+	// the checker catches it: it keeps no keep-alive, refreshes by hand
+	// (Lock.Refresh) only when half of what it believes is gone, and
+	// believes each obtain or refresh lasts believe from its send, longer
+	// than the TTL that the key guarantees.
 	believe time.Duration
 	// pause, when not nil, returns how long a holder stops after checking
 	// its lease and before writing (a GC pause); 0 for none.
@@ -88,14 +92,24 @@ func (w *worker) cycle(stop <-chan struct{}) {
 	lock, err := w.locker.Obtain(ctx, key, w.ttl, &opt)
 	end := h.Now()
 	cancel()
-	lease := w.ttl
-	if w.believe > 0 {
-		lease = w.believe
-	}
-	ev := chaos.Event{Op: chaos.OpObtain, Client: w.id, Key: key, Start: start, End: end, TTL: lease}
+	ev := chaos.Event{Op: chaos.OpObtain, Client: w.id, Key: key, Start: start, End: end, TTL: w.ttl}
+	var ka *redislock.KeepAlive
+	var kaErr error
 	switch {
 	case err == nil:
 		ev.Result, ev.Acq, ev.Token = chaos.OK, h.NewAcq(), lock.FenceToken()
+		switch {
+		case w.believe > 0:
+			ev.TTL = w.believe
+		default:
+			// The holder believes what the keep-alive says: the lease
+			// from the obtain's send, less the margin. It fails only
+			// when that lease ran out before Obtain returned.
+			ka, kaErr = lock.KeepAlive(w.ttl, nil)
+			if kaErr == nil {
+				ev.TTL = h.At(ka.ValidUntil()) - start
+			}
+		}
 	case errors.Is(err, redislock.ErrNotObtained):
 		ev.Result = chaos.No
 	default:
@@ -107,20 +121,111 @@ func (w *worker) cycle(stop <-chan struct{}) {
 		w.idle(stop, w.ttl/10)
 		return
 	}
-	acq, token := ev.Acq, ev.Token
-	valid := start + lease
-	lost := false
+	if w.believe > 0 {
+		w.holdUnsafe(key, lock, ev.Acq, ev.Token, start+w.believe)
+	} else if kaErr == nil {
+		w.hold(key, lock, ka, ev.Acq, ev.Token)
+	}
+	w.release(key, lock, ka, ev.Acq)
+}
+
+// hold writes to the store while the keep-alive ka says the lock is held,
+// recording its validity before each write, and when it ended (if it did).
+func (w *worker) hold(key string, lock *redislock.Lock, ka *redislock.KeepAlive, acq int, token int64) {
+	h := w.h
 	for range w.writes {
-		// A careful holder writes only while its lease is valid…
-		if h.Now() >= valid {
+		// A careful holder writes only while its keep-alive says the
+		// lock is valid…
+		now := h.Now()
+		valid := h.At(ka.ValidUntil())
+		select {
+		case <-ka.Done():
+			w.ended(key, ka, acq)
+			return
+		default:
+		}
+		if now >= valid {
+			// Not ended yet, but the keep-alive's timer is about to fire.
 			break
 		}
+		h.Add(chaos.Event{Op: chaos.OpKeepAlive, Client: w.id, Acq: acq, Key: key, Start: now, End: now, Result: chaos.OK, Valid: valid})
 		// …but may stop right after checking.
 		if w.pause != nil {
 			if d := w.pause(w.rnd); d > 0 {
-				h.Fault("client %d pauses %v holding #%d", w.id, d, acq)
-				w.idle(nil, d)
+				ka = w.pauseFor(key, lock, ka, acq, d)
 			}
+		}
+		w.store.Write(w.id, acq, key, token)
+		// Work until the next write, or until the keep-alive ends: then
+		// the lock is lost, and the holder stops writing at once.
+		t := time.NewTimer(w.work)
+		select {
+		case <-t.C:
+		case <-ka.Done():
+			t.Stop()
+			w.ended(key, ka, acq)
+			return
+		}
+	}
+}
+
+// pauseFor models a process pause (a stop-the-world GC, a stopped VM) of d
+// between the holder's check of its validity and its write. Such a pause
+// stops every goroutine of the process, the keep-alive's included, so the
+// keep-alive must not refresh during it: the worker stops it (which sends
+// nothing more and leaves ValidUntil at the end of the last lease), sleeps,
+// and on waking does what the resumed keep-alive would: if the lease still
+// lasts it keeps the lock alive again with a new keep-alive (KeepAlive
+// replaces a stopped one); if the lease ran out during the pause, the
+// returned keep-alive is the stopped one, whose validity is over, so the
+// holder stops writing after the write it was about to make when it
+// paused. That write is the stale one that fencing must refuse when another
+// client obtained the lock meanwhile. It returns the keep-alive to go on
+// with.
+func (w *worker) pauseFor(key string, lock *redislock.Lock, ka *redislock.KeepAlive, acq int, d time.Duration) *redislock.KeepAlive {
+	h := w.h
+	h.Fault("client %d pauses %v holding #%d", w.id, d, acq)
+	ka.Stop()
+	now := h.Now()
+	h.Add(chaos.Event{Op: chaos.OpKeepAlive, Client: w.id, Acq: acq, Key: key, Start: now, End: now, Result: chaos.OK, Valid: h.At(ka.ValidUntil()), Err: "stopped for a pause"})
+	w.idle(nil, d)
+	if time.Now().Before(ka.ValidUntil()) {
+		if next, err := lock.KeepAlive(w.ttl, nil); err == nil {
+			return next
+		}
+	}
+	return ka
+}
+
+// ended records how the keep-alive ka ended, once its Done is closed.
+func (w *worker) ended(key string, ka *redislock.KeepAlive, acq int) {
+	h := w.h
+	now := h.Now()
+	ev := chaos.Event{Op: chaos.OpKeepAlive, Client: w.id, Acq: acq, Key: key, Start: now, End: now, Result: chaos.OK}
+	if vu := ka.ValidUntil(); !vu.IsZero() {
+		ev.Valid = h.At(vu)
+	}
+	switch err := ka.Err(); {
+	case errors.Is(err, redislock.ErrKeepAliveStopped):
+		// Stopped for a pause: recorded then.
+		return
+	case errors.Is(err, redislock.ErrNotObtained):
+		ev.Result, ev.Err = chaos.No, err.Error()
+	default:
+		ev.Result, ev.Err = chaos.Failed, err.Error()
+	}
+	h.Add(ev)
+}
+
+// holdUnsafe is the hold of the deliberately unsafe client (see
+// workload.believe): it believes its lease lasts until valid, extended by
+// each successful refresh.
+func (w *worker) holdUnsafe(key string, lock *redislock.Lock, acq int, token int64, valid time.Duration) {
+	h := w.h
+	lease := w.believe
+	for range w.writes {
+		if h.Now() >= valid {
+			return
 		}
 		w.store.Write(w.id, acq, key, token)
 		w.idle(nil, w.work)
@@ -138,21 +243,36 @@ func (w *worker) cycle(stop <-chan struct{}) {
 			valid = rs + lease
 		case errors.Is(err, redislock.ErrNotObtained):
 			ev.Result, ev.Err = chaos.No, err.Error()
-			lost = true
 		default:
 			ev.Result, ev.Err = chaos.Failed, err.Error()
 		}
 		h.Add(ev)
-		if lost {
+		if ev.Result == chaos.No {
 			return
 		}
 	}
-	ctx, cancel = context.WithTimeout(context.Background(), w.callTimeout())
+}
+
+// release records the keep-alive's last validity (when it is still
+// running: Release stops it first) and releases the lock.
+func (w *worker) release(key string, lock *redislock.Lock, ka *redislock.KeepAlive, acq int) {
+	h := w.h
+	if ka != nil {
+		select {
+		case <-ka.Done():
+		default:
+			now := h.Now()
+			if vu := ka.ValidUntil(); !vu.IsZero() {
+				h.Add(chaos.Event{Op: chaos.OpKeepAlive, Client: w.id, Acq: acq, Key: key, Start: now, End: now, Result: chaos.OK, Valid: h.At(vu)})
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.callTimeout())
 	rs := h.Now()
-	err = lock.Release(ctx)
+	err := lock.Release(ctx)
 	re := h.Now()
 	cancel()
-	ev = chaos.Event{Op: chaos.OpRelease, Client: w.id, Acq: acq, Key: key, Start: rs, End: re, Result: chaos.OK}
+	ev := chaos.Event{Op: chaos.OpRelease, Client: w.id, Acq: acq, Key: key, Start: rs, End: re, Result: chaos.OK}
 	switch {
 	case err == nil:
 	case errors.Is(err, redislock.ErrLockNotHeld):
