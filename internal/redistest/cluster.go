@@ -228,14 +228,7 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 }
 
 // Node returns the node listening on addr, or nil.
-func (c *Cluster) Node(addr string) *Server {
-	for _, n := range c.nodes {
-		if n.Addr() == addr {
-			return n
-		}
-	}
-	return nil
-}
+func (c *Cluster) Node(addr string) *Server { return serverAt(c.nodes, addr) }
 
 // MasterForKey returns the running node that is master of key's slot; see
 // [Cluster.MasterForSlot].

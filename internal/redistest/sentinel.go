@@ -253,14 +253,7 @@ func (s *Sentinel) Master(t testing.TB) *Server {
 	return nil
 }
 
-func (s *Sentinel) dataServer(addr string) *Server {
-	for _, d := range s.data {
-		if d.Addr() == addr {
-			return d
-		}
-	}
-	return nil
-}
+func (s *Sentinel) dataServer(addr string) *Server { return serverAt(s.data, addr) }
 
 // KillMaster kills the current master (see [Sentinel.Master]), blocks until
 // it is reaped, and returns its address. The sentinels notice after about

@@ -331,3 +331,13 @@ func tailLines(text string, n int) string {
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
+
+// serverAt returns the server of servers listening on addr, or nil.
+func serverAt(servers []*Server, addr string) *Server {
+	for _, s := range servers {
+		if s.Addr() == addr {
+			return s
+		}
+	}
+	return nil
+}
