@@ -101,7 +101,11 @@ func badCases() []badCase {
 			t.Errorf("Key() differs from the key given")
 		}
 		v := mustGet(t, b.rdb, key)
-		if want := refEncode(lock.Token(), lock.FenceToken(), lock.Metadata()); v != want {
+		var fenceKey string
+		if opt != nil {
+			fenceKey = opt.FenceKey
+		}
+		if want := refEncode(lock.Token(), lock.FenceToken(), fenceKey, lock.Metadata()); v != want {
 			t.Errorf("stored value differs from the encoding of token, fence and metadata (len %d, want %d)", len(v), len(want))
 		}
 		if d, err := lock.TTL(ctx); err != nil || d <= 0 {

@@ -118,7 +118,7 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 
 	attempt := func(ctx context.Context) (bool, error) {
 		lock.sent = time.Now()
-		reply, err := runScript(ctx, obtainScript, c.client, scriptKeys, lock.tokenArg, metadata, ms, fenced).Int64()
+		reply, err := obtainScript.Run(ctx, c.client, scriptKeys, lock.tokenArg, metadata, ms, fenced).Int64()
 		if err != nil {
 			return false, err
 		}

@@ -202,3 +202,44 @@ func (s *fencedStore) write(token int64, value string) bool {
 	s.highest, s.value = token, value
 	return true
 }
+
+// A re-entrant obtain that names another fence counter than the acquisition
+// it continues takes a new token from that counter: it must never be below a
+// token the new counter already issued (issue 11, item 11).
+func TestFenceTokenReentrantOtherCounter(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		first, second := redistest.Key(t, "fence1"), redistest.Key(t, "fence2")
+		// The second counter is far ahead of the first: it issued 1<<52.
+		if err := rdb.Set(ctx, second, strconv.FormatInt(1<<52, 10), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{Token: "mine", FenceKey: first})
+		if err != nil {
+			t.Fatalf("Obtain with %s: %v", first, err)
+		}
+		again, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{Token: "mine", FenceKey: second})
+		if err != nil {
+			t.Fatalf("re-entrant Obtain with %s: %v", second, err)
+		}
+		if got := again.FenceToken(); got <= 1<<52 {
+			t.Errorf("re-entrant Obtain with another counter: token %d, want above %d, the highest that counter issued", got, int64(1<<52))
+		}
+		if got, want := mustGet(t, rdb, second), strconv.FormatInt(again.FenceToken(), 10); got != want {
+			t.Errorf("second counter = %s, want %s: the new token comes from it", got, want)
+		}
+		// Obtaining again with the second counter continues that acquisition.
+		third, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{Token: "mine", FenceKey: second})
+		if err != nil {
+			t.Fatalf("re-entrant Obtain with %s again: %v", second, err)
+		}
+		if third.FenceToken() != again.FenceToken() {
+			t.Errorf("re-entrant Obtain with the same counter: token %d, want %d", third.FenceToken(), again.FenceToken())
+		}
+		_ = lock
+		if err := third.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	})
+}

@@ -2,6 +2,8 @@ package redislock_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -182,8 +184,15 @@ func FuzzObtainValidation(f *testing.F) {
 }
 
 // refEncode is the lock value format of lua/obtain.lua, written again in Go.
-func refEncode(token string, fence int64, metadata string) string {
-	return strconv.Itoa(len(token)) + ":" + token + ":" + strconv.FormatInt(fence, 10) + ":" + metadata
+// A fenced lock's fence field is followed by "/" and the first 8 hex digits
+// of the SHA-1 of its fence key; fenceKey is "" for a lock without one.
+func refEncode(token string, fence int64, fenceKey, metadata string) string {
+	field := strconv.FormatInt(fence, 10)
+	if fenceKey != "" {
+		sum := sha1.Sum([]byte(fenceKey))
+		field += "/" + hex.EncodeToString(sum[:4])
+	}
+	return strconv.Itoa(len(token)) + ":" + token + ":" + field + ":" + metadata
 }
 
 // refParse splits a lock value "<len>:<token>:<fence>:<metadata>".
@@ -195,6 +204,7 @@ func refParse(v string) (token string, fence int64, metadata string, ok bool) {
 	}
 	token, rest = rest[:n], rest[n+1:]
 	fenceText, metadata, found := strings.Cut(rest, ":")
+	fenceText, _, _ = strings.Cut(fenceText, "/")
 	fence, err = strconv.ParseInt(fenceText, 10, 64)
 	if !found || err != nil {
 		return "", 0, "", false
@@ -230,7 +240,7 @@ func FuzzLockValue(f *testing.F) {
 			t.Fatalf("Token() = %q, want %q", lock.Token(), token)
 		}
 		v := mustGet(t, rdb, key)
-		if want := refEncode(lock.Token(), lock.FenceToken(), metadata); v != want {
+		if want := refEncode(lock.Token(), lock.FenceToken(), fence, metadata); v != want {
 			t.Fatalf("stored %q, want %q", v, want)
 		}
 		gotTok, gotFence, gotMeta, ok := refParse(v)

@@ -2,19 +2,10 @@ package redislock
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-)
-
-var (
-	//go:embed lua/inspect.lua
-	inspectSource string
-	inspectScript = redis.NewScript(inspectSource)
 )
 
 // LockInfo describes a lock key as [Client.Inspect] found it.
@@ -75,7 +66,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (*LockInfo, error) {
 	if key == "" {
 		return nil, fmt.Errorf("%w: empty key", ErrInvalidKey)
 	}
-	reply, err := inspectScript.Run(ctx, c.client, []string{key}).Slice()
+	reply, err := inspectScript.RunRO(ctx, c.client, []string{key}).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -103,14 +94,26 @@ func (c *Client) Inspect(ctx context.Context, key string) (*LockInfo, error) {
 }
 
 // parseValue splits a lock key's value "<len>:<token>:<fence>:<metadata>"
-// (see lua/obtain.lua). ok is false, and the rest zero, for any other value.
+// (see lua/obtain.lua), where fence is a decimal number, followed, for a
+// fenced lock, by "/" and the hexadecimal tag of its counter. ok is false,
+// and the rest zero, for any other value.
 func parseValue(v string) (token string, fence int64, metadata string, ok bool) {
 	n, rest, ok := cutNumber(v)
 	if !ok || n < 1 || n >= int64(len(rest)) || rest[n] != ':' {
 		return "", 0, "", false
 	}
 	token, rest = rest[:n], rest[n+1:]
-	fence, metadata, ok = cutNumber(rest)
+	field, metadata, found := strings.Cut(rest, ":")
+	if !found {
+		return "", 0, "", false
+	}
+	if digits, tag, tagged := strings.Cut(field, "/"); tagged {
+		if tag == "" || strings.Trim(tag, "0123456789abcdef") != "" {
+			return "", 0, "", false
+		}
+		field = digits
+	}
+	fence, _, ok = cutNumber(field + ":")
 	if !ok {
 		return "", 0, "", false
 	}

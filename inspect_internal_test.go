@@ -28,6 +28,10 @@ func TestParseValue(t *testing.T) {
 		{"bsm-token-and-metadata", "", 0, "", false},
 		{"", "", 0, "", false},
 		{"3:abc", "", 0, "", false},
+		{"3:abc:17/0a1b2c3d:m", "abc", 17, "m", true}, // fenced: counter tag
+		{"3:abc:17/:m", "", 0, "", false},             // empty tag
+		{"3:abc:17/xyz:m", "", 0, "", false},          // tag not hex
+		{"3:abc:/0a1b2c3d:m", "", 0, "", false},       // tag without token
 	}
 	for _, tt := range tests {
 		token, fence, metadata, ok := parseValue(tt.value)

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/redislock/redislock/internal/script"
 )
 
 // KeepAliveOptions tunes [Lock.KeepAlive]. A nil *KeepAliveOptions means all
@@ -179,7 +181,7 @@ func (l *Lock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, 
 	}
 	keys, token := l.keys, l.tokenArg
 	k := startKeepAlive(cfg, l.sent, validUntil, func(ctx context.Context) error {
-		ok, err := runScript(ctx, refreshScript, l.client, keys, token, ms).Int64()
+		ok, err := refreshScript.Run(ctx, l.client, keys, token, ms).Int64()
 		switch {
 		case err != nil:
 			return err
@@ -415,7 +417,7 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 				// The refresh's own deadline: the validity ran out.
 				k.end(expiredError(false, lastErr))
 				return
-			case transient(r.err):
+			case script.Transient(r.err):
 				failures++
 				lastErr = r.err
 				next.Reset(k.cfg.backoff(failures))

@@ -126,7 +126,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 	return retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
 		sent := time.Now()
 		l.leaseSending(sent, lease)
-		ok, err := runScript(ctx, refreshScript, l.client, l.keys, l.tokenArg, ms).Int64()
+		ok, err := refreshScript.Run(ctx, l.client, l.keys, l.tokenArg, ms).Int64()
 		switch {
 		case err != nil:
 			return false, err

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redislock/redislock/internal/script"
 )
 
 // ReplicaError is returned by an obtain with [Options.MinReplicas] when
@@ -84,21 +85,21 @@ func waitReplicas(ctx context.Context, lock *Lock, want int, timeout time.Durati
 	}
 	defer conn.Close()
 	for _, load := range []bool{false, true} {
-		var script *redis.Cmd
+		var obtained *redis.Cmd
 		var wait *redis.Cmd
 		_, _ = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
 			if load {
-				script = obtainScript.Eval(ctx, p, scriptKeys, args...)
+				obtained = obtainScript.QueueEval(ctx, p, scriptKeys, args...)
 			} else {
-				script = obtainScript.EvalSha(ctx, p, scriptKeys, args...)
+				obtained = obtainScript.Queue(ctx, p, scriptKeys, args...)
 			}
 			// WAIT 0 would block for ever: the timeout is at least 1 ms.
 			wait = p.Do(ctx, "WAIT", want, max(timeout.Milliseconds(), 1))
 			return nil
 		})
-		reply, err := script.Int64()
+		reply, err := obtained.Int64()
 		switch {
-		case err != nil && !load && strings.HasPrefix(err.Error(), "NOSCRIPT"):
+		case !load && script.IsNoScript(err):
 			continue // a master that never ran the script: send it whole
 		case err != nil:
 			return err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/redislock/redislock/internal/script"
 )
 
 // attemptFunc makes one attempt of a retried operation. It returns done when
@@ -44,7 +46,7 @@ func retry(ctx context.Context, ttl time.Duration, strategy RetryStrategy, attem
 		if ctx.Err() != nil {
 			return notObtained(ctx)
 		}
-		if err != nil && !transient(err) {
+		if err != nil && !script.Transient(err) {
 			return err
 		}
 		if !started {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redislock/redislock/internal/script"
 )
 
 // The timing of event-driven waiting ([WaitForRelease]).
@@ -301,7 +303,7 @@ func (o *obtainCall) wait(ctx context.Context, w *waitForRelease, plain attemptF
 		if registered {
 			lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer lcancel()
-			leaveScript.Run(lctx, o.client, leaveKeys, wt.id, argReservation)
+			_ = leaveScript.Run(lctx, o.client, leaveKeys, wt.id, argReservation).Err()
 		}
 	}
 	// pause sleeps the fallback's next backoff after a transient error; it
@@ -340,7 +342,7 @@ func (o *obtainCall) wait(ctx context.Context, w *waitForRelease, plain attemptF
 			// at most).
 			sent = time.Now()
 		} else {
-			reply, err = runScript(ctx, obtainScript, o.client, keys, args...).Result()
+			reply, err = obtainScript.Run(ctx, o.client, keys, args...).Result()
 		}
 		if err == nil {
 			if fence, ok := reply.(int64); ok {
@@ -364,7 +366,7 @@ func (o *obtainCall) wait(ctx context.Context, w *waitForRelease, plain attemptF
 			registered = true
 		}
 		// The attempt ran or failed; the block may have failed on its own.
-		if err == nil && moveErr != nil && !transient(moveErr) {
+		if err == nil && moveErr != nil && !script.Transient(moveErr) {
 			// BLMOVE refused (an old server, an ACL, a proxy): poll.
 			giveUp()
 			return o.poll(ctx, w, release)
@@ -380,7 +382,7 @@ func (o *obtainCall) wait(ctx context.Context, w *waitForRelease, plain attemptF
 		if err != nil {
 			// The script may have run: registered stays as it was, and a
 			// grant already moved to the grant list waits for the next.
-			if !transient(err) || !pause() {
+			if !script.Transient(err) || !pause() {
 				registered = true // to be sure: leave.lua is harmless
 				giveUp()
 				if ctx.Err() != nil {
@@ -430,18 +432,15 @@ const grantListInfix = ":redislock:grant:"
 func (o *obtainCall) blockingAttempt(ctx context.Context, b blocker, list, grants string, keys []string, args []any, d time.Duration) (reply any, moveErr, err error) {
 	pipe := b.Pipeline()
 	move := pipe.Do(ctx, "blmove", list, grants, "left", "left", strconv.FormatFloat(d.Seconds(), 'f', 3, 64))
-	eval := pipe.EvalSha(ctx, obtainScript.Hash(), keys, args...)
+	eval := obtainScript.Queue(ctx, pipe, keys, args...)
 	_, _ = pipe.Exec(ctx)
 	moveErr = move.Err()
 	if errors.Is(moveErr, redis.Nil) {
 		moveErr = nil
 	}
-	reply, err = eval.Result()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// A restarted server or a new master: EVAL loads the script, and
-		// takes the grant the BLMOVE moved, if any.
-		reply, err = obtainScript.Eval(ctx, o.client, keys, args...).Result()
-	}
+	// After NOSCRIPT (a restarted server, a new master), EVAL loads the
+	// script and takes the grant the BLMOVE moved, if any.
+	reply, err = obtainScript.Settle(ctx, o.client, eval, keys, args...).Result()
 	return reply, moveErr, err
 }
 
@@ -481,7 +480,7 @@ func (o *obtainCall) poll(ctx context.Context, w *waitForRelease, release []stri
 	for {
 		sent := time.Now()
 		o.lock.sent = sent
-		reply, err := runScript(ctx, obtainScript, o.client, o.scriptKeys, o.lock.tokenArg, o.metadata, o.ms, o.fenced).Int64()
+		reply, err := obtainScript.Run(ctx, o.client, o.scriptKeys, o.lock.tokenArg, o.metadata, o.ms, o.fenced).Int64()
 		if err == nil && reply >= 0 {
 			o.lock.fence = reply
 			o.lock.handover = &handover{keys: release}
@@ -490,7 +489,7 @@ func (o *obtainCall) poll(ctx context.Context, w *waitForRelease, release []stri
 		if ctx.Err() != nil {
 			return notObtained(ctx)
 		}
-		if err != nil && !transient(err) {
+		if err != nil && !script.Transient(err) {
 			return err
 		}
 		backoff := fallback.NextBackoff()
@@ -527,7 +526,7 @@ type handover struct {
 // waiter.
 func (l *Lock) runRelease(ctx context.Context) (int64, error) {
 	if l.handover == nil {
-		return runScript(ctx, releaseScript, l.client, l.keys, l.tokenArg).Int64()
+		return releaseScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
 	}
-	return runScript(ctx, releaseScript, l.client, l.handover.keys, l.tokenArg, argReservation).Int64()
+	return releaseScript.Run(ctx, l.client, l.handover.keys, l.tokenArg, argReservation).Int64()
 }

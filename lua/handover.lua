@@ -33,7 +33,7 @@ local function handover(key, queue, wake, reserve, tag)
     return 0
   end
   local grant = "~" .. t[1] .. string.format("%06d", tonumber(t[2])) .. "." .. tag
-  redis.call("SET", key, #grant .. ":" .. grant .. ":0:", "PX", reserve)
+  redis.call("SET", key, owner(grant) .. "0:", "PX", reserve)
   redis.call("DEL", wake)
   redis.call("RPUSH", wake, grant)
   redis.call("PEXPIRE", wake, reserve)

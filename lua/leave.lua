@@ -22,11 +22,11 @@ end
 local grant = redis.call("LPOP", KEYS[3 * n + 1])
 if not grant then return 0 end
 redis.call("DEL", KEYS[3 * n + 1])
-local gprefix = #grant .. ":" .. grant .. ":"
+local gprefix = owner(grant)
 local passed = 0
 for i = 1, n do
   local v = redis.call("GET", KEYS[i])
-  if v and string.sub(v, 1, #gprefix) == gprefix then
+  if owns(v, gprefix) then
     handover(KEYS[i], KEYS[n + i], KEYS[2 * n + i], reserve, i)
     passed = passed + 1
   end

@@ -18,10 +18,11 @@
 -- ARGV[6]     how long (ms) the waiter's registration lasts.
 -- ARGV[7]     how long (ms) a key handed over stays reserved (see handover.lua).
 --
--- A lock key holds the plain string "<#token>:<token>:<fence>:<metadata>".
--- It is ours when it starts with "<#token>:<token>:": the length prefix makes
--- the comparison exact, so the token "foo" never matches "foobar". A key
--- reserved for the waiter's grant (handover.lua) counts as free.
+-- A lock key holds the plain string "<#token>:<token>:<fence>:<metadata>"
+-- (lib.lua), where <fence> is "0" for a lock without fence counter and
+-- "<fence token>/<tag>" for a fenced one, <tag> being the first 8 hex digits
+-- of the SHA-1 of the counter's key name. A key reserved for the waiter's
+-- grant (handover.lua) counts as free.
 --
 -- Reply without a waiter, an integer:
 --   >= 0   obtained; the fence token (0 when there is no fence counter).
@@ -41,7 +42,9 @@
 -- max(counter + 1, server TIME in microseconds), so tokens strictly increase
 -- and do not fall back when the counter is lost (restart without persistence,
 -- failover before replication). An acquisition that continues one of ours
--- (every key already held with our token and one fence) keeps its token.
+-- (every key already held with our token and one fence from the same
+-- counter) keeps its token; one that names another counter takes a new
+-- token from that counter.
 -- A counter that is not a decimal integer below 2^53 is left alone and the
 -- reply is the error "ERR redislock: fence key <key> does not hold an integer".
 local token, meta, ttl = ARGV[1], ARGV[2], ARGV[3]
@@ -53,23 +56,23 @@ if waiter then n = (n - 1) / 3 end
 local f = n
 if fenced then f = n + 1 end
 
-local prefix = #token .. ":" .. token .. ":"
+local prefix = owner(token)
 local grant = ""
 if waiter then
   grant = redis.call("LPOP", KEYS[f + 2 * n + 1]) or ""
   if grant ~= "" then redis.call("DEL", KEYS[f + 2 * n + 1]) end
 end
-local gprefix = #grant .. ":" .. grant .. ":"
+local gprefix = owner(grant)
 local owned, kept, blocked, wait = 0, nil, false, 0
 local granted, blocker, reserved = nil, 0, false
 for i = 1, n do
   local v = redis.call("GET", KEYS[i])
   if v then
-    if string.sub(v, 1, #prefix) == prefix then
+    if owns(v, prefix) then
       owned = owned + 1
-      local fv = string.match(v, "^(%d+):", #prefix + 1)
+      local fv = string.match(v, "^(%d+/?%x*):", #prefix + 1)
       if kept == nil then kept = fv elseif kept ~= fv then kept = false end
-    elseif grant ~= "" and string.sub(v, 1, #gprefix) == gprefix then
+    elseif grant ~= "" and owns(v, gprefix) then
       granted = i
     else
       blocked = true
@@ -104,10 +107,15 @@ if blocked then
   return {code, blocker, r}
 end
 
-local fence = 0
+local fence, tag = 0, nil
 if fenced then
-  if owned == n and kept and kept ~= "0" then
-    fence = tonumber(kept)
+  -- The fence field of a fenced lock is "<token>/<tag>", the tag naming the
+  -- counter it came from: a re-entrant obtain keeps its token only when it
+  -- names the same counter; with another it takes a new token from that one.
+  tag = string.sub(redis.sha1hex(KEYS[n + 1]), 1, 8)
+  local same = kept and string.match(kept, "^(%d+)/" .. tag .. "$")
+  if owned == n and same and same ~= "0" then
+    fence = tonumber(same)
   else
     -- The counter must be a plain decimal integer that Lua's doubles hold
     -- exactly (below 2^53): "inf", "1e300", "0x10" or " 12" would make the
@@ -127,7 +135,9 @@ if fenced then
   end
 end
 
-local value = prefix .. string.format("%.0f", fence) .. ":" .. meta
+local field = string.format("%.0f", fence)
+if tag then field = field .. "/" .. tag end
+local value = prefix .. field .. ":" .. meta
 for i = 1, n do
   redis.call("SET", KEYS[i], value, "PX", ttl)
 end

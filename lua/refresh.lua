@@ -4,16 +4,16 @@
 -- ARGV[1]     the token.
 -- ARGV[2]     the new TTL in milliseconds (>= 1, checked by the caller).
 --
--- A key is ours when its value starts with "<#token>:<token>:" (see obtain.lua).
+-- A key is ours when its value starts with owner(token) (lib.lua).
 --
 -- Reply, an integer:
 --   1   every key was ours and now expires in ARGV[2] ms.
 --   0   some key is gone or held by another; nothing was changed.
 local token, ttl = ARGV[1], ARGV[2]
-local prefix = #token .. ":" .. token .. ":"
+local prefix = owner(token)
 for i = 1, #KEYS do
   local v = redis.call("GET", KEYS[i])
-  if not v or string.sub(v, 1, #prefix) ~= prefix then
+  if not owns(v, prefix) then
     return 0
   end
 end

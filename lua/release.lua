@@ -10,7 +10,7 @@
 -- ARGV[2]     optional: how long (ms) a key handed over stays reserved for
 --             the woken waiter. Without it, keys are only deleted.
 --
--- A key is ours when its value starts with "<#token>:<token>:" (see obtain.lua).
+-- A key is ours when its value starts with owner(token) (lib.lua).
 -- Keys held by another, or gone, are left alone. With ARGV[2], each key of
 -- ours whose queue has live waiters is handed over to the one that has
 -- waited longest (handover.lua); the others are deleted.
@@ -21,11 +21,11 @@ local token = ARGV[1]
 local reserve = ARGV[2]
 local n = #KEYS
 if reserve then n = n / 3 end
-local prefix = #token .. ":" .. token .. ":"
+local prefix = owner(token)
 local deleted = 0
 for i = 1, n do
   local v = redis.call("GET", KEYS[i])
-  if v and string.sub(v, 1, #prefix) == prefix then
+  if owns(v, prefix) then
     if reserve then
       handover(KEYS[i], KEYS[n + i], KEYS[2 * n + i], reserve, i)
       deleted = deleted + 1

@@ -3,18 +3,18 @@
 -- KEYS[1..n]  the lock keys.
 -- ARGV[1]     the token.
 --
--- A key is ours when its value starts with "<#token>:<token>:" (see obtain.lua).
+-- A key is ours when its value starts with owner(token) (lib.lua).
 --
 -- Reply, an integer:
 --   > 0   every key is ours; the smallest PTTL among them, in milliseconds.
 --   0     some key is gone or held by another.
 --   -1    every key is ours but none has an expiry (someone ran PERSIST).
 local token = ARGV[1]
-local prefix = #token .. ":" .. token .. ":"
+local prefix = owner(token)
 local least = -1
 for i = 1, #KEYS do
   local v = redis.call("GET", KEYS[i])
-  if not v or string.sub(v, 1, #prefix) ~= prefix then
+  if not owns(v, prefix) then
     return 0
   end
   local ms = redis.call("PTTL", KEYS[i])
