@@ -102,7 +102,7 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 	// The Lock is built first: it holds the keys the script takes (the lock
 	// keys, then the fence key) in storage of its own, inline for one key,
 	// and the boxed token that every later script call reuses.
-	lock := &Lock{client: c.client, token: token, tokenArg: token, metadata: metadata, ttl: ttl}
+	lock := &Lock{client: c.client, token: token, tokenArg: token, metadata: metadata}
 	scriptKeys := lock.keyBuf[:0]
 	if len(keys) >= len(lock.keyBuf) {
 		scriptKeys = make([]string, 0, len(keys)+1)
@@ -117,7 +117,7 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 	}
 
 	attempt := func(ctx context.Context) (bool, error) {
-		lock.sent = time.Now()
+		sent := time.Now()
 		reply, err := obtainScript.Run(ctx, c.client, scriptKeys, lock.tokenArg, metadata, ms, fenced).Int64()
 		if err != nil {
 			return false, err
@@ -126,6 +126,7 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 			return false, nil
 		}
 		lock.fence = reply
+		lock.lease.Obtained(sent, ttl)
 		return true, nil
 	}
 	if w, ok := opt.retryStrategy().(*waitForRelease); ok {

@@ -2,8 +2,9 @@ package redislock
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/redislock/redislock/internal/lease"
 )
 
 // releaseTimeout bounds a Release whose context had already ended.
@@ -11,9 +12,9 @@ const releaseTimeout = 5 * time.Second
 
 // Lock is a lock obtained by [Client.Obtain] or [Client.ObtainMulti], or a
 // handle on one from [Client.Attach]. Its accessors only read fields set at
-// creation, its methods each run one script on Redis, and the state of its
-// lease and keep-alive is guarded by a mutex, so a Lock is safe for
-// concurrent use. Every method accepts a nil *Lock: it returns a zero value
+// creation, its methods each run one script on Redis, and its lease (what
+// it knows of its keys' expiry, and its keep-alive) guards itself, so a
+// Lock is safe for concurrent use. Every method accepts a nil *Lock: it returns a zero value
 // or an error, never panics.
 type Lock struct {
 	client   RedisClient
@@ -25,16 +26,11 @@ type Lock struct {
 	keyBuf   [2]string // keys' storage for one key and a fence key
 	handover *handover // with WaitForRelease: how Release hands the keys over (waiter.go)
 
-	// ttl and sent describe the lease as obtained: the key cannot expire
-	// before sent+ttl (sent is read before the script was sent, on the
-	// monotonic clock). Zero for a Lock built without obtaining it.
-	// Refreshes renew them under mu (see keepalive.go).
-	ttl  time.Duration
-	sent time.Time
-
-	mu        sync.Mutex
-	released  bool       // Release was called: no new lease or keep-alive
-	keepAlive *KeepAlive // the latest, stopped by Release
+	// lease is the one record of the keys' expiry: set by the obtain
+	// (lease.Obtained, with the send time of the attempt that took the
+	// keys), renewed by Refresh and the keep-alive, ended by Release. Not
+	// known for a Lock from Attach until a Refresh succeeds.
+	lease lease.Lease
 }
 
 // Key returns the lock's first key ("" for a nil Lock).
@@ -110,7 +106,10 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // when the context ends first the error matches both [ErrNotObtained] and
 // ctx.Err(). A ttl below one millisecond returns [ErrInvalidTTL] before
 // anything is sent. Only opt.RetryStrategy is used. A successful Refresh
-// renews the lease that [Lock.KeepAlive] starts from.
+// renews the lease that [Lock.KeepAlive] starts from (and that a running
+// keep-alive follows); one that returns ErrNotObtained marks the lock lost:
+// a running keep-alive ends with [ErrLockLost], and KeepAlive refuses to
+// start.
 func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
 	if l == nil {
 		return ErrNotObtained
@@ -122,18 +121,19 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 	if err != nil {
 		return err
 	}
-	lease := time.Duration(ms) * time.Millisecond
+	leaseTTL := time.Duration(ms) * time.Millisecond
 	return retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
 		sent := time.Now()
-		l.leaseSending(sent, lease)
+		l.lease.Sending(sent, leaseTTL)
 		ok, err := refreshScript.Run(ctx, l.client, l.keys, l.tokenArg, ms).Int64()
 		switch {
 		case err != nil:
 			return false, err
 		case ok != 1:
+			l.lease.Lost(sent)
 			return true, ErrNotObtained
 		}
-		l.leaseRenewed(sent, lease)
+		l.lease.Renewed(sent, leaseTTL)
 		return true, nil
 	})
 }
@@ -146,10 +146,10 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 // has waited longest instead of deleting it, in the same script.
 //
 // It first stops the lock's keep-alive ([Lock.KeepAlive]), if any, and
-// waits for its goroutine to exit (see [KeepAlive.Stop]), so that no
-// refresh runs after the release; the keep-alive's Err is then
-// [ErrKeepAliveStopped], unless it had lost the lock before. After Release
-// the Lock cannot be kept alive again.
+// waits for its goroutine to exit, 100 ms at most (see [KeepAlive.Stop]),
+// so that no refresh starts after the release; the keep-alive's Err is
+// then [ErrKeepAliveStopped], unless it had lost the lock before. After
+// Release the Lock cannot be kept alive again.
 //
 // When ctx has already ended (a deferred Release in a cancelled request),
 // Release still runs, with ctx's values but without its cancellation,
@@ -162,7 +162,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	if err := checkCall(ctx, l.client); err != nil {
 		return err
 	}
-	l.stopKeepAlive()
+	l.lease.Released()
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
@@ -176,4 +176,61 @@ func (l *Lock) Release(ctx context.Context) error {
 		return ErrLockNotHeld
 	}
 	return nil
+}
+
+// KeepAlive starts refreshing the lock to ttl in the background, so that
+// it stays held while the work it protects runs: see [KeepAlive] for what
+// the returned handle does and when it ends. It sends nothing and does not
+// wait for Redis (but see ErrKeepAliveRunning below for the one case where
+// it waits). The first refresh is due Interval after the obtain (or the
+// last successful [Lock.Refresh]) was sent, sooner if that lease was
+// shorter than ttl. Stop it with [KeepAlive.Stop], or with [Lock.Release],
+// which stops it first.
+//
+// Refreshes run the script of [Lock.Refresh]. Other Refresh calls on the
+// Lock meanwhile are harmless with the same ttl, and the keep-alive follows
+// the lease they set; with a shorter ttl they shorten the lease and the
+// keep-alive's next refresh lengthens it again, so leave refreshing to it.
+//
+// Errors, with nothing started:
+//   - [ErrInvalidTTL]: ttl below one millisecond.
+//   - [ErrInvalidOption]: a negative option, a Margin not below ttl, or an
+//     Interval not below ttl-Margin.
+//   - [ErrNilClient]: the Lock has no Redis client.
+//   - [ErrLockNotHeld]: a nil or released Lock, or one whose lease is not
+//     known to be valid now: one from [Client.Attach] that was not
+//     refreshed since, or whose lease has already run out on the local
+//     clock. A successful [Lock.Refresh] makes its lease known again.
+//   - an error matching [ErrLockLost] and [ErrNotObtained]: the lock is
+//     known to be lost, since the last refresh (a [Lock.Refresh] or a
+//     keep-alive's) found a key gone or held by another token.
+//   - [ErrKeepAliveRunning]: another keep-alive of the Lock is running. One
+//     that has ended (lost or stopped) is replaced; if its goroutine is
+//     still finishing, KeepAlive waits for it first, 100 ms at most (see
+//     [KeepAlive.Stop]), so that at most one keep-alive goroutine runs per
+//     Lock.
+//
+// It is safe for concurrent use.
+func (l *Lock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
+	if l == nil {
+		return nil, ErrLockNotHeld
+	}
+	if l.client == nil {
+		return nil, ErrNilClient
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return nil, err
+	}
+	keys, token := l.keys, l.tokenArg
+	return keepLease(&l.lease, time.Duration(ms)*time.Millisecond, opt, func(ctx context.Context) error {
+		ok, err := refreshScript.Run(ctx, l.client, keys, token, ms).Int64()
+		switch {
+		case err != nil:
+			return err
+		case ok != 1:
+			return lease.ErrNotHeld
+		}
+		return nil
+	})
 }

@@ -60,7 +60,7 @@ func confirmReplicas(ctx context.Context, lock *Lock, opt *Options, scriptKeys [
 	}
 	timeout := opt.replicaTimeout()
 	if timeout <= 0 {
-		timeout = max(lock.ttl/10, time.Millisecond)
+		timeout = max(lock.lease.TTL()/10, time.Millisecond)
 	}
 	err := waitReplicas(ctx, lock, want, timeout, scriptKeys, args)
 	if err != nil {

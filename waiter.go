@@ -326,7 +326,7 @@ func (o *obtainCall) wait(ctx context.Context, w *waitForRelease, plain attemptF
 
 	for {
 		sent := time.Now()
-		o.lock.sent = sent
+		o.lock.lease.Obtained(sent, o.ttl)
 		var (
 			reply     any
 			err       error
@@ -479,7 +479,7 @@ func (o *obtainCall) poll(ctx context.Context, w *waitForRelease, release []stri
 	}()
 	for {
 		sent := time.Now()
-		o.lock.sent = sent
+		o.lock.lease.Obtained(sent, o.ttl)
 		reply, err := obtainScript.Run(ctx, o.client, o.scriptKeys, o.lock.tokenArg, o.metadata, o.ms, o.fenced).Int64()
 		if err == nil && reply >= 0 {
 			o.lock.fence = reply
