@@ -96,11 +96,18 @@ func recv[T any](t *testing.T, ch <-chan T, what string) {
 // default options.
 func obtainKept(t *testing.T, rdb redislock.RedisClient, key string, ttl time.Duration) (*redislock.Lock, *redislock.KeepAlive) {
 	t.Helper()
+	return obtainKeptWith(t, rdb, key, ttl, nil)
+}
+
+// obtainKeptWith obtains key for ttl through rdb and keeps it alive with
+// opt.
+func obtainKeptWith(t *testing.T, rdb redislock.RedisClient, key string, ttl time.Duration, opt *redislock.KeepAliveOptions) (*redislock.Lock, *redislock.KeepAlive) {
+	t.Helper()
 	lock, err := redislock.Obtain(context.Background(), rdb, key, ttl, nil)
 	if err != nil {
 		t.Fatalf("Obtain: %v", err)
 	}
-	ka, err := lock.KeepAlive(ttl, nil)
+	ka, err := lock.KeepAlive(ttl, opt)
 	if err != nil {
 		t.Fatalf("KeepAlive: %v", err)
 	}
@@ -146,8 +153,9 @@ func TestKeepAliveSurvivesLongWork(t *testing.T) {
 	})
 }
 
-// Another client deletes the key: the keep-alive's next refresh, at most
-// one interval later, finds it gone.
+// Another client deletes the key: the keep-alive's next refresh finds it
+// gone (at the first refresh after the loss: TestKeepAliveLostWhenNotHeld
+// in internal/lease times it).
 func TestKeepAliveLostWhenKeyDeleted(t *testing.T) {
 	rdb := redistest.Standalone(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -159,15 +167,10 @@ func TestKeepAliveLostWhenKeyDeleted(t *testing.T) {
 	work, cancel := ka.Context(ctx)
 	defer cancel()
 
-	deleted := time.Now()
 	if err := rdb.Del(ctx, key).Err(); err != nil {
 		t.Fatalf("DEL: %v", err)
 	}
 	recv(t, ka.Done(), "Done after the key was deleted")
-	// One interval (ttl/3), and room for a round trip and a busy machine.
-	if took := time.Since(deleted); took > ttl/3+100*time.Millisecond {
-		t.Errorf("Done %v after the deletion, want within one interval (%v)", took, ttl/3)
-	}
 	err := ka.Err()
 	if !errors.Is(err, redislock.ErrLockLost) || !errors.Is(err, redislock.ErrNotObtained) {
 		t.Errorf("Err = %v, want ErrLockLost and ErrNotObtained", err)
@@ -215,24 +218,31 @@ func TestKeepAliveLostToAnotherHolder(t *testing.T) {
 	}
 }
 
+// Timing of the loss signal on a real server: with the default margin a
+// 1 s lease is signalled lost 22 ms before the key can expire, a window too
+// narrow for a loaded machine; TestKeepAliveLostBeforeTheKeyExpires and the
+// tests of internal/lease check that property under testing/synctest. Here
+// a margin of 2 s on a 3 s TTL leaves seconds of room, and the tests check
+// what cannot flake: Done fired, not before ValidUntil, while the key still
+// existed on the server.
+const (
+	hangTTL = 3 * time.Second
+)
+
+// hangOptions refresh every 200ms and signal the loss 1s after the last
+// successful refresh, 2s before the key can expire.
+var hangOptions = &redislock.KeepAliveOptions{Interval: 200 * time.Millisecond, Margin: 2 * time.Second}
+
 // checkLostInTime checks a keep-alive that lost its lock to Redis failing or
-// hanging: Done fired after the last lease's local end, before sent+ttl of
-// the last successful refresh (ValidUntil + margin), while the key was
-// still there on the server.
-func checkLostInTime(t *testing.T, rdb redis.Cmdable, key string, ka *redislock.KeepAlive, ttl time.Duration, doneAt time.Time, pttl time.Duration) {
+// hanging: Done fired after the last lease's local end, while the key was
+// still there on the server (pttl, read after Done).
+func checkLostInTime(t *testing.T, ka *redislock.KeepAlive, doneAt time.Time, pttl time.Duration) {
 	t.Helper()
-	margin := ttl/50 + 2*time.Millisecond
-	validUntil := ka.ValidUntil()
-	if doneAt.Before(validUntil) {
+	if validUntil := ka.ValidUntil(); doneAt.Before(validUntil) {
 		t.Errorf("Done %v before ValidUntil: too early", validUntil.Sub(doneAt))
 	}
-	if serverExpiry := validUntil.Add(margin); !doneAt.Before(serverExpiry) {
-		t.Errorf("Done %v after sent+ttl of the last successful refresh: too late", doneAt.Sub(serverExpiry))
-	} else {
-		t.Logf("Done %v before sent+ttl of the last successful refresh", serverExpiry.Sub(doneAt))
-	}
 	if pttl <= 0 {
-		t.Errorf("PTTL on the server at Done = %v: the key had expired before the loss was signalled", pttl)
+		t.Errorf("PTTL on the server after Done = %v: the key had expired before the loss was signalled", pttl)
 	}
 }
 
@@ -243,9 +253,8 @@ func TestKeepAliveLostWhileRedisHangs(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
 	key := redistest.Key(t, "job")
-	const ttl = time.Second
 	g := newGateClient(rdb)
-	lock, ka := obtainKept(t, g, key, ttl)
+	lock, ka := obtainKeptWith(t, g, key, hangTTL, hangOptions)
 	defer lock.Release(ctx)
 	work, cancel := ka.Context(ctx)
 	defer cancel()
@@ -256,7 +265,7 @@ func TestKeepAliveLostWhileRedisHangs(t *testing.T) {
 	recv(t, ka.Done(), "Done while Redis hangs")
 	doneAt := time.Now()
 	pttl := rdb.PTTL(ctx, key).Val()
-	checkLostInTime(t, rdb, key, ka, ttl, doneAt, pttl)
+	checkLostInTime(t, ka, doneAt, pttl)
 
 	err := ka.Err()
 	if !errors.Is(err, redislock.ErrLockLost) || errors.Is(err, redislock.ErrNotObtained) || !strings.Contains(err.Error(), "did not answer") {
@@ -277,9 +286,8 @@ func TestKeepAliveLostOnTransientErrors(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
 	key := redistest.Key(t, "job")
-	const ttl = time.Second
 	g := newGateClient(rdb)
-	lock, ka := obtainKept(t, g, key, ttl)
+	lock, ka := obtainKeptWith(t, g, key, hangTTL, hangOptions)
 	defer lock.Release(ctx)
 
 	recv(t, g.answered, "the obtain")
@@ -288,7 +296,7 @@ func TestKeepAliveLostOnTransientErrors(t *testing.T) {
 	recv(t, ka.Done(), "Done while refreshes fail")
 	doneAt := time.Now()
 	pttl := rdb.PTTL(ctx, key).Val()
-	checkLostInTime(t, rdb, key, ka, ttl, doneAt, pttl)
+	checkLostInTime(t, ka, doneAt, pttl)
 
 	if err := ka.Err(); !errors.Is(err, redislock.ErrLockLost) || !errors.Is(err, errTransient) {
 		t.Errorf("Err = %v, want ErrLockLost wrapping the transient error", err)
@@ -301,8 +309,7 @@ func TestKeepAliveLostOnTransientErrors(t *testing.T) {
 
 // A real hang: CLIENT PAUSE WRITE on a private server stalls the refresh
 // script inside go-redis, which does not give up on the context. The loss
-// is still signalled in time, and Stop waits no longer than the client's
-// ReadTimeout.
+// is still signalled in time.
 func TestKeepAliveLostWhileServerPaused(t *testing.T) {
 	srv := redistest.NewServer(t, redistest.Redis)
 	opt := srv.Options()
@@ -313,8 +320,7 @@ func TestKeepAliveLostWhileServerPaused(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
 	key := redistest.Key(t, "job")
-	const ttl = time.Second
-	_, ka := obtainKept(t, rdb, key, ttl)
+	_, ka := obtainKeptWith(t, rdb, key, hangTTL, hangOptions)
 	defer ka.Stop()
 
 	if err := admin.Do(ctx, "CLIENT", "PAUSE", 20000, "WRITE").Err(); err != nil {
@@ -323,21 +329,130 @@ func TestKeepAliveLostWhileServerPaused(t *testing.T) {
 	recv(t, ka.Done(), "Done while the server is paused")
 	doneAt := time.Now()
 	pttl := admin.PTTL(ctx, key).Val() // reads are not paused
-	checkLostInTime(t, admin, key, ka, ttl, doneAt, pttl)
+	checkLostInTime(t, ka, doneAt, pttl)
 	if err := ka.Err(); !errors.Is(err, redislock.ErrLockLost) {
 		t.Errorf("Err = %v, want ErrLockLost", err)
-	}
-
-	start := time.Now()
-	ka.Stop()
-	if took := time.Since(start); took > opt.ReadTimeout+time.Second {
-		t.Errorf("Stop took %v with the server paused, want about the ReadTimeout (%v) at most", took, opt.ReadTimeout)
-	} else {
-		t.Logf("Stop took %v with the server paused (ReadTimeout %v)", took, opt.ReadTimeout)
 	}
 	if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
 		t.Fatalf("CLIENT UNPAUSE: %v", err)
 	}
+}
+
+// uncancellable passes script calls on without their context's
+// cancellation, and says when each call starts. It stands for go-redis
+// waiting for a reply (without ContextTimeoutEnabled), which does not
+// notice the cancellation, without a race against go-redis's check of the
+// context before it sends.
+type uncancellable struct {
+	redis.Scripter
+	started chan time.Time
+	calls   sync.WaitGroup // calls that have not returned
+}
+
+func (u *uncancellable) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	u.calls.Add(1)
+	defer u.calls.Done()
+	select {
+	case u.started <- time.Now():
+	default:
+	}
+	return u.Scripter.EvalSha(context.WithoutCancel(ctx), sha, keys, args...)
+}
+
+// Issue 11, item 12: with Redis paused, a refresh waits for its reply until
+// the client's ReadTimeout (5 s by default). Stop, and so Release, does not
+// wait for it: it returns within 100 ms (lease.StopWait).
+func TestKeepAliveStopWhileServerPaused(t *testing.T) {
+	srv := redistest.NewServer(t, redistest.Redis)
+	opt := srv.Options()
+	opt.MaxRetries = -1 // one ReadTimeout (the default, 5 s) per call, as the issue saw
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	admin := srv.Client(t)
+	ctx := context.Background()
+	key := redistest.Key(t, "job")
+	u := &uncancellable{Scripter: rdb, started: make(chan time.Time, 100)}
+	lock, ka := obtainKeptWith(t, u, key, hangTTL, hangOptions)
+
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", 20000, "WRITE").Err(); err != nil {
+		t.Fatalf("CLIENT PAUSE: %v", err)
+	}
+	paused := time.Now()
+	for {
+		var at time.Time
+		select {
+		case at = <-u.started:
+		case <-time.After(waitTimeout):
+			t.Fatalf("no refresh within %v of the pause", waitTimeout)
+		}
+		if at.After(paused) {
+			break // sent to a paused server: it hangs until ReadTimeout
+		}
+	}
+	start := time.Now()
+	ka.Stop()
+	took := time.Since(start)
+	t.Logf("Stop took %v with a refresh hanging on the paused server", took)
+	if took > time.Second {
+		t.Errorf("Stop took %v with a refresh hanging, want about 100ms, not the client's ReadTimeout (5s)", took)
+	}
+	if err := ka.Err(); !errors.Is(err, redislock.ErrKeepAliveStopped) {
+		t.Errorf("Err after Stop = %v, want ErrKeepAliveStopped", err)
+	}
+	if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatalf("CLIENT UNPAUSE: %v", err)
+	}
+	if err := lock.Release(ctx); err != nil {
+		t.Errorf("Release after the pause: %v", err)
+	}
+	// The refresh left behind returns on its own once the server answers.
+	returned := make(chan struct{})
+	go func() { u.calls.Wait(); close(returned) }()
+	recv(t, returned, "return of the refresh left behind")
+}
+
+// Issue 11, item 10: a lock whose last Refresh found it gone is known lost:
+// KeepAlive says so at once instead of starting a keep-alive that finds
+// out later.
+func TestKeepAliveOfLostLock(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		key := redistest.Key(t, "job")
+		lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, nil)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		if err := rdb.Del(ctx, key).Err(); err != nil {
+			t.Fatalf("DEL: %v", err)
+		}
+		if err := lock.Refresh(ctx, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
+			t.Fatalf("Refresh of the deleted lock = %v, want ErrNotObtained", err)
+		}
+		ka, err := lock.KeepAlive(time.Minute, nil)
+		if !errors.Is(err, redislock.ErrLockLost) || !errors.Is(err, redislock.ErrNotObtained) || ka != nil {
+			ka.Stop()
+			t.Fatalf("KeepAlive of the lost lock = %v, %v; want nil, ErrLockLost and ErrNotObtained", ka, err)
+		}
+
+		// The same token takes the key again: a successful Refresh makes
+		// the lease known again.
+		if _, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{Token: lock.Token()}); err != nil {
+			t.Fatalf("Obtain with the same token: %v", err)
+		}
+		if err := lock.Refresh(ctx, time.Minute, nil); err != nil {
+			t.Fatalf("Refresh after the key was taken again: %v", err)
+		}
+		ka, err = lock.KeepAlive(time.Minute, nil)
+		if err != nil {
+			t.Fatalf("KeepAlive after a successful Refresh: %v", err)
+		}
+		if err := lock.Release(ctx); err != nil {
+			t.Errorf("Release: %v", err)
+		}
+		if err := ka.Err(); !errors.Is(err, redislock.ErrKeepAliveStopped) {
+			t.Errorf("Err after Release = %v, want ErrKeepAliveStopped", err)
+		}
+	})
 }
 
 func TestKeepAliveStopAndRelease(t *testing.T) {
