@@ -132,11 +132,11 @@ func TestKeepAliveLostBeforeTheKeyExpires(t *testing.T) {
 				serverExpiry := lastOK.Add(time.Second)
 				mu.Unlock()
 				<-k.Done()
-				if got, want := serverExpiry.Sub(time.Now()), 22*time.Millisecond; got != want {
+				if got, want := time.Until(serverExpiry), 22*time.Millisecond; got != want {
 					t.Errorf("lost %v before the key can expire, want %v", got, want)
 				}
 				if got := k.ValidUntil(); !got.Equal(time.Now()) {
-					t.Errorf("ValidUntil = %v from the loss, want the loss's time", got.Sub(time.Now()))
+					t.Errorf("ValidUntil = %v from the loss, want the loss's time", time.Until(got))
 				}
 			})
 		})

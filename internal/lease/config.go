@@ -128,5 +128,5 @@ func randomJitter(max time.Duration) time.Duration {
 	if max <= 0 {
 		return 0
 	}
-	return rand.N(max)
+	return rand.N(max) //nolint:gosec // spreads timers, not a secret
 }
