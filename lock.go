@@ -188,9 +188,9 @@ func (l *Lock) Release(ctx context.Context) error {
 // which stops it first.
 //
 // Refreshes run the script of [Lock.Refresh]. Other Refresh calls on the
-// Lock meanwhile are harmless with the same ttl, and the keep-alive follows
-// the lease they set; with a shorter ttl they shorten the lease and the
-// keep-alive's next refresh lengthens it again, so leave refreshing to it.
+// Lock meanwhile are harmless: the keep-alive follows the lease they set
+// (after one with a shorter ttl it refreshes sooner, to lengthen the lease
+// again), and one that finds the lock lost ends it at once.
 //
 // Errors, with nothing started:
 //   - [ErrInvalidTTL]: ttl below one millisecond.

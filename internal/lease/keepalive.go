@@ -67,7 +67,10 @@ func (e End) Unwrap() error { return e.Err }
 // [Lease.KeepAlive], until it is stopped or the lease is lost. Each refresh
 // runs in a goroutine of its own too, owned by the keep-alive, so that a
 // refresh that hangs cannot delay the loss signal; they run one at a time.
-// Every outcome is recorded in the Lease. Its methods are safe for
+// Every outcome is recorded in the Lease, and the keep-alive follows what
+// others record there: a lease renewed or shortened by a refresh of the
+// holder's own moves its timers (it refreshes sooner after a shorter one),
+// and a lease marked lost ends it at once. Its methods are safe for
 // concurrent use.
 //
 // The first refresh is due Interval after the lease's send time (sooner
@@ -216,11 +219,13 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 		maxHold = t.C
 	}
 	// follow re-reads the lease, which others may have changed: it reports
-	// false when the keep-alive must end.
+	// false when the keep-alive must end. leaseSent is the lease's send
+	// time; ownSent that of the last lease this loop set (or started from).
+	leaseSent, ownSent := sent, sent
 	follow := func() bool {
 		k.lease.mu.Lock()
 		st := k.lease.state
-		validUntil, _ = k.lease.validUntil(margin)
+		validUntil, leaseSent = k.lease.validUntil(margin)
 		k.lease.mu.Unlock()
 		switch st {
 		case lost:
@@ -243,6 +248,12 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 			if !follow() {
 				return
 			}
+			if !inFlight && !leaseSent.Equal(ownSent) {
+				// A refresh of the holder's own set the lease: schedule
+				// from it, as from one of ours (sooner, if it is short).
+				ownSent, failures, lastErr = leaseSent, 0, nil
+				next.Reset(time.Until(k.cfg.nextRefresh(leaseSent, validUntil)))
+			}
 
 		case <-expiry.C:
 			// A Renewed of the holder's own may have moved the lease on.
@@ -264,6 +275,7 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 			if !follow() {
 				return
 			}
+			ownSent = leaseSent
 			ctx, cancel := context.WithDeadline(k.ctx, validUntil)
 			inFlight = true
 			go func() {
@@ -281,6 +293,7 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 				if !follow() {
 					return
 				}
+				ownSent = leaseSent
 				next.Reset(time.Until(k.cfg.nextRefresh(r.sent, validUntil)))
 			case errors.Is(r.err, ErrNotHeld):
 				k.lease.Lost(r.sent)

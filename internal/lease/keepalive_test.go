@@ -429,6 +429,31 @@ func TestKeepAliveFollowsTheLease(t *testing.T) {
 	})
 }
 
+// A refresh of the holder's own with a shorter TTL shortens the lease: the
+// keep-alive refreshes sooner, so as to keep the lock.
+func TestKeepAliveFollowsAShorterLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRefresher()
+		l, k := startFake(t, f, fakeTTL, Config{})
+		defer k.Stop()
+		time.Sleep(10 * time.Millisecond)
+		short := time.Now()
+		l.Sending(short, 50*time.Millisecond)
+		l.Renewed(short, 50*time.Millisecond)
+		time.Sleep(time.Millisecond)
+		if sends := f.sent(); len(sends) != 1 || !sends[0].Equal(short) {
+			t.Fatalf("refreshes sent at %v, want one at once when the lease shortened", sends)
+		}
+		time.Sleep(time.Second)
+		if err := k.Err(); err != nil {
+			t.Fatalf("Err = %v, want nil: the keep-alive kept the lock", err)
+		}
+		if got, want := k.ValidUntil(), f.sent()[len(f.sent())-1].Add(fakeTTL-fakeMargin); !got.Equal(want) {
+			t.Errorf("ValidUntil = %v, want its own last lease's end %v", got, want)
+		}
+	})
+}
+
 func TestKeepAliveContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeRefresher()
