@@ -412,21 +412,23 @@ func TestKeepAliveStopWhileServerPaused(t *testing.T) {
 }
 
 // Issue 11, item 10: a lock whose last Refresh found it gone is known lost:
-// KeepAlive says so at once instead of starting a keep-alive that finds
-// out later.
+// a running keep-alive ends at once, and KeepAlive says so at once instead
+// of starting a keep-alive that finds out later.
 func TestKeepAliveOfLostLock(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		key := redistest.Key(t, "job")
-		lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, nil)
-		if err != nil {
-			t.Fatalf("Obtain: %v", err)
-		}
+		lock, running := obtainKept(t, rdb, key, time.Minute) // next refresh in 20s
 		if err := rdb.Del(ctx, key).Err(); err != nil {
 			t.Fatalf("DEL: %v", err)
 		}
 		if err := lock.Refresh(ctx, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
 			t.Fatalf("Refresh of the deleted lock = %v, want ErrNotObtained", err)
+		}
+		// The running keep-alive learns it from the Refresh, not 20s later.
+		recv(t, running.Done(), "Done after a Refresh found the lock lost")
+		if err := running.Err(); !errors.Is(err, redislock.ErrLockLost) || !errors.Is(err, redislock.ErrNotObtained) {
+			t.Errorf("Err of the running keep-alive = %v, want ErrLockLost and ErrNotObtained", err)
 		}
 		ka, err := lock.KeepAlive(time.Minute, nil)
 		if !errors.Is(err, redislock.ErrLockLost) || !errors.Is(err, redislock.ErrNotObtained) || ka != nil {
