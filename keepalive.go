@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redislock/redislock/internal/lease"
@@ -51,11 +52,12 @@ type KeepAliveOptions struct {
 	MaxHold time.Duration
 }
 
-// KeepAlive keeps a lock held in the background: it refreshes the lock's
-// keys, one refresh at a time, each in a goroutine owned by the keep-alive,
-// from a goroutine of its own that [Lock.KeepAlive] starts. It says when the
-// lock is lost: [KeepAlive.Done] is closed and [KeepAlive.Err] says why.
-// Stop it with [KeepAlive.Stop] or [Lock.Release].
+// KeepAlive keeps a lock held in the background, from a goroutine of its
+// own that [Lock.KeepAlive] starts. That goroutine runs each refresh, one at
+// a time, in a goroutine of its own too, owned by the keep-alive, so that a
+// refresh that hangs cannot delay the loss signal. It says when the lock is
+// lost: [KeepAlive.Done] is closed and [KeepAlive.Err] says why. Stop it
+// with [KeepAlive.Stop] or [Lock.Release].
 //
 // The keep-alive knows until when the lock is certainly held
 // ([KeepAlive.ValidUntil]): the time the last successful refresh (or the
@@ -111,7 +113,7 @@ func keepLease(ls *lease.Lease, ttl time.Duration, opt *KeepAliveOptions, refres
 	case errors.Is(err, lease.ErrUnknown):
 		return nil, fmt.Errorf("%w: no lease of this handle is known (refresh an attached lock first)", ErrLockNotHeld)
 	case errors.Is(err, lease.ErrExpired):
-		return nil, fmt.Errorf("%w: %v (refresh it first)", ErrLockNotHeld, err)
+		return nil, fmt.Errorf("%w: its lease %s (refresh it first)", ErrLockNotHeld, strings.TrimPrefix(err.Error(), "lease: "))
 	}
 	return nil, err
 }
