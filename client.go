@@ -62,11 +62,19 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 //
 // Errors:
 //   - [ErrInvalidTTL], [ErrInvalidKey], [*CrossSlotError] ([ErrCrossSlot]),
+//     [ErrInvalidOption] (a negative [Options.MinReplicas] or
+//     [Options.ReplicaTimeout]), [ErrUnsupportedClient] (MinReplicas with a
+//     client that cannot run WAIT on the obtain's connection),
 //     [ErrNilClient], [ErrNilContext]: bad input, reported before anything
 //     is sent to Redis.
 //   - [ErrNotObtained]: the lock is held by another and the strategy gave up.
 //   - an error matching both [ErrNotObtained] and ctx.Err(): the context
 //     ended (or the TTL-long wait ran out) before the lock was obtained.
+//   - [*ReplicaError] ([ErrNotReplicated]): with [Options.MinReplicas], the
+//     lock was taken but fewer replicas acknowledged it within
+//     [Options.ReplicaTimeout]; it has been released again.
+//   - [ErrUnexpectedReply]: Redis answered with a reply the script never
+//     gives.
 //   - the Redis error: a final error, or the last transient one when the
 //     strategy gave up while Redis kept failing.
 //

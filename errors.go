@@ -57,10 +57,13 @@ var (
 	// ErrInvalidToken is returned by [Client.Attach] for an empty token.
 	ErrInvalidToken = errors.New("redislock: invalid token")
 
-	// ErrInvalidOption is returned by [Lock.KeepAlive], before anything is
-	// started, for [KeepAliveOptions] that cannot work: a negative field, a
-	// Margin that leaves nothing of the TTL, or an Interval that would let
-	// each lease run out before its refresh.
+	// ErrInvalidOption is returned, before anything is sent to Redis or
+	// started, for options that cannot work: by [Lock.KeepAlive] for
+	// [KeepAliveOptions] with a negative field, a Margin that leaves nothing
+	// of the TTL, or an Interval that would let each lease run out before
+	// its refresh; by [Client.Obtain], [Client.ObtainMulti] (and the
+	// package-level [Obtain] and [ObtainMulti]) for a negative
+	// [Options.MinReplicas] or [Options.ReplicaTimeout].
 	ErrInvalidOption = errors.New("redislock: invalid option")
 
 	// ErrCrossSlot is matched by a [*CrossSlotError]: on Redis Cluster, the
@@ -77,6 +80,20 @@ var (
 
 	// ErrNilContext is returned when a nil context is passed.
 	ErrNilContext = errors.New("redislock: nil context")
+
+	// ErrUnsupportedClient is returned, before anything is sent to Redis,
+	// when an option needs a kind of [RedisClient] that the call was not
+	// given: [Options.MinReplicas] with a client other than a *redis.Client
+	// (single node or Sentinel failover client) or a *redis.ClusterClient.
+	// The message names the client's type.
+	ErrUnsupportedClient = errors.New("redislock: option not supported by this redis client")
+
+	// ErrUnexpectedReply is returned when Redis answered one of this
+	// package's scripts with a reply of a shape the script never gives: a
+	// server or proxy that does not run the scripts as Redis does, or a
+	// wrapper of the client that changes replies. The message names the
+	// call, the key and the reply. Nothing is retried after it.
+	ErrUnexpectedReply = errors.New("redislock: unexpected reply from redis")
 )
 
 // CrossSlotError reports keys of one lock that a Redis Cluster keeps in

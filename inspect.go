@@ -55,7 +55,9 @@ type LockInfo struct {
 // nil, nil.
 //
 // Errors, before anything is sent: [ErrNilClient], [ErrNilContext],
-// [ErrInvalidKey] for an empty key. It is safe for concurrent use.
+// [ErrInvalidKey] for an empty key. A reply that inspect's script never
+// gives (a proxy or wrapper that changed it) is [ErrUnexpectedReply]. It is
+// safe for concurrent use.
 func (c *Client) Inspect(ctx context.Context, key string) (*LockInfo, error) {
 	if c == nil {
 		return nil, ErrNilClient
@@ -66,9 +68,13 @@ func (c *Client) Inspect(ctx context.Context, key string) (*LockInfo, error) {
 	if key == "" {
 		return nil, fmt.Errorf("%w: empty key", ErrInvalidKey)
 	}
-	reply, err := inspectScript.RunRO(ctx, c.client, []string{key}).Slice()
+	result, err := inspectScript.RunRO(ctx, c.client, []string{key}).Result()
 	if err != nil {
 		return nil, err
+	}
+	reply, ok := result.([]any)
+	if !ok {
+		return nil, unexpectedInspectReply(key, result)
 	}
 	info := &LockInfo{Key: key}
 	if len(reply) == 0 {
@@ -76,7 +82,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (*LockInfo, error) {
 	}
 	ms, ok := reply[0].(int64)
 	if !ok || len(reply) > 2 {
-		return nil, fmt.Errorf("redislock: inspect %q: unexpected reply %v", key, reply)
+		return nil, unexpectedInspectReply(key, result)
 	}
 	info.Held = true
 	info.TTL = time.Duration(ms) * time.Millisecond
@@ -86,11 +92,17 @@ func (c *Client) Inspect(ctx context.Context, key string) (*LockInfo, error) {
 	}
 	info.Value, ok = reply[1].(string)
 	if !ok {
-		return nil, fmt.Errorf("redislock: inspect %q: unexpected reply %v", key, reply)
+		return nil, unexpectedInspectReply(key, result)
 	}
 	info.Token, info.FenceToken, info.Metadata, ok = parseValue(info.Value)
 	info.Foreign = !ok
 	return info, nil
+}
+
+// unexpectedInspectReply is the error for a reply that inspect.lua never
+// gives: it matches [ErrUnexpectedReply].
+func unexpectedInspectReply(key string, reply any) error {
+	return fmt.Errorf("%w: inspect %q: %#v", ErrUnexpectedReply, key, reply)
 }
 
 // parseValue splits a lock key's value "<len>:<token>:<fence>:<metadata>"

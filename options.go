@@ -42,11 +42,15 @@ type Options struct {
 	// a failover loses a lock, at a cost in availability (see the package
 	// documentation). It needs a *redis.Client (single node or Sentinel
 	// failover client) or a *redis.ClusterClient; with any other client
-	// the call fails before sending anything. Refresh ignores it.
+	// the call fails with [ErrUnsupportedClient] before sending anything,
+	// and a negative value fails with [ErrInvalidOption]. Refresh ignores
+	// it.
 	// Default: 0, no confirmation: replication is asynchronous.
 	MinReplicas int
 
-	// ReplicaTimeout bounds the wait for MinReplicas replicas.
+	// ReplicaTimeout bounds the wait for MinReplicas replicas, whatever the
+	// client's ReadTimeout. A negative value fails with [ErrInvalidOption]
+	// before anything is sent.
 	// Default: a tenth of the TTL, at least 1 ms.
 	ReplicaTimeout time.Duration
 }

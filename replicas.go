@@ -34,14 +34,18 @@ func (e *ReplicaError) Unwrap() error { return ErrNotReplicated }
 // of the obtain, which only a *redis.Client (single node or Sentinel
 // failover) or a *redis.ClusterClient can pin.
 func checkReplicas(client RedisClient, opt *Options) error {
-	if opt.minReplicas() <= 0 {
+	want, timeout := opt.minReplicas(), opt.replicaTimeout()
+	if want < 0 || timeout < 0 {
+		return fmt.Errorf("%w: negative Options.MinReplicas (%d) or Options.ReplicaTimeout (%v)", ErrInvalidOption, want, timeout)
+	}
+	if want == 0 {
 		return nil
 	}
 	switch client.(type) {
 	case *redis.Client, *redis.ClusterClient:
 		return nil
 	}
-	return fmt.Errorf("redislock: Options.MinReplicas needs a *redis.Client (single node or Sentinel failover client) or a *redis.ClusterClient, not %T", client)
+	return fmt.Errorf("%w: Options.MinReplicas needs a *redis.Client (single node or Sentinel failover client) or a *redis.ClusterClient, not %T", ErrUnsupportedClient, client)
 }
 
 // confirmReplicas makes sure, when opt.MinReplicas is set, that that many
