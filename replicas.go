@@ -74,20 +74,22 @@ func confirmReplicas(ctx context.Context, lock *Lock, opt *Options, scriptKeys [
 }
 
 func waitReplicas(ctx context.Context, lock *Lock, want int, timeout time.Duration, scriptKeys []string, args []any) error {
-	var conn *redis.Conn
+	var node *redis.Client
 	switch c := lock.client.(type) {
 	case *redis.ClusterClient:
-		node, err := c.MasterForKey(ctx, lock.keys[0])
-		if err != nil {
+		var err error
+		if node, err = c.MasterForKey(ctx, lock.keys[0]); err != nil {
 			return err
 		}
-		conn = node.Conn()
 	case *redis.Client:
-		conn = c.Conn()
+		node = c
 	default:
 		return checkReplicas(lock.client, &Options{MinReplicas: want})
 	}
+	conn := node.Conn()
 	defer conn.Close()
+	deadline := time.Now().Add(timeout)
+	first := firstWait(timeout, node.Options().ReadTimeout)
 	for _, load := range []bool{false, true} {
 		var obtained *redis.Cmd
 		var wait *redis.Cmd
@@ -97,8 +99,7 @@ func waitReplicas(ctx context.Context, lock *Lock, want int, timeout time.Durati
 			} else {
 				obtained = obtainScript.Queue(ctx, p, scriptKeys, args...)
 			}
-			// WAIT 0 would block for ever: the timeout is at least 1 ms.
-			wait = p.Do(ctx, "WAIT", want, max(timeout.Milliseconds(), 1))
+			wait = p.Do(ctx, "WAIT", want, first.Milliseconds())
 			return nil
 		})
 		reply, err := obtained.Int64()
@@ -115,10 +116,33 @@ func waitReplicas(ctx context.Context, lock *Lock, want int, timeout time.Durati
 		if err != nil {
 			return err
 		}
+		// The rest of the timeout, on the same connection: WAIT counts the
+		// replicas that acknowledged this connection's last write, so a
+		// second WAIT goes on where the first stopped. Sent alone, it is
+		// read under a deadline that go-redis derives from its own timeout
+		// instead of the client's ReadTimeout.
+		if rest := time.Until(deadline); got < int64(want) && rest >= time.Millisecond {
+			if got, err = conn.Wait(ctx, want, rest).Result(); err != nil {
+				return err
+			}
+		}
 		if got < int64(want) {
 			return &ReplicaError{Want: want, Got: int(got)}
 		}
 		return nil
 	}
 	return errors.New("redislock: NOSCRIPT after EVAL") // unreachable
+}
+
+// firstWait is the timeout of the WAIT pipelined with the obtain script.
+// A pipeline's replies are read under the client's ReadTimeout (readTimeout
+// after go-redis's defaults, 0 or less for none), which a longer WAIT would
+// overrun, leaving an i/o timeout and a broken connection; so that WAIT
+// takes at most half of it, and a WAIT sent alone waits for the rest. It is
+// at least 1 ms: WAIT 0 blocks for ever.
+func firstWait(timeout, readTimeout time.Duration) time.Duration {
+	if readTimeout > 0 && timeout > readTimeout/2 {
+		timeout = readTimeout / 2
+	}
+	return max(timeout.Truncate(time.Millisecond), time.Millisecond)
 }
