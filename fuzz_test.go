@@ -271,7 +271,8 @@ func FuzzLockValue(f *testing.F) {
 }
 
 // FuzzExponentialBackoff checks the n-th backoff against its definition:
-// 2^(n+1) ms, raised to min and lowered to max (max 0: no cap).
+// 2^(n+1) ms, raised to min and lowered to max (max 0: no cap; a negative
+// max lowers it too, as in bsm/redislock).
 func FuzzExponentialBackoff(f *testing.F) {
 	f.Add(int64(10*time.Millisecond), int64(300*time.Millisecond), uint8(9))
 	f.Add(int64(0), int64(0), uint8(70))
@@ -288,7 +289,7 @@ func FuzzExponentialBackoff(f *testing.F) {
 			}
 			if want < lo {
 				want = lo
-			} else if hi > 0 && want > hi {
+			} else if hi != 0 && want > hi {
 				want = hi
 			}
 			if got != want {

@@ -79,11 +79,13 @@ func (l *Lock) FenceToken() int64 {
 }
 
 // TTL returns the time left before the lock expires: the least among its
-// keys. It returns (0, nil) when the lock is no longer held (expired, or
-// some key taken by another), and a negative duration in the odd case that
-// someone removed the keys' expiry. It makes one attempt, blocking for one
-// round trip; the Redis error is returned as it is. A nil Lock returns
-// [ErrLockNotHeld].
+// keys, in whole milliseconds. It returns (0, nil) when the lock is no
+// longer held (expired, or some key taken by another) and when some key
+// has under a millisecond left, which is as good as lost. Keys without an
+// expiry (someone ran PERSIST) do not count; a lock none of whose keys has
+// one gives 0 too, as with bsm/redislock. It makes one attempt, blocking
+// for one round trip; the Redis error is returned as it is. A nil Lock
+// returns [ErrLockNotHeld].
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if l == nil {
 		return 0, ErrLockNotHeld

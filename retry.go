@@ -55,7 +55,9 @@ func (r linearBackoff) NextBackoff() time.Duration { return time.Duration(r) }
 // ExponentialBackoff returns a strategy whose n-th backoff (n = 1, 2, …) is
 // 2^(n+1) milliseconds, raised to at least min and lowered to at most max;
 // max zero means no upper bound. With (10ms, 300ms) the waits are 10, 10,
-// 16, 32, 64, 128, 256, 300, 300, … ms.
+// 16, 32, 64, 128, 256, 300, 300, … ms. A negative max, as with
+// bsm/redislock, makes every backoff that min does not raise negative:
+// no retry.
 func ExponentialBackoff(min, max time.Duration) RetryStrategy {
 	return &exponentialBackoff{min: min, max: max}
 }
@@ -76,7 +78,7 @@ func (r *exponentialBackoff) NextBackoff() time.Duration {
 	if d < r.min {
 		return r.min
 	}
-	if r.max > 0 && d > r.max {
+	if r.max != 0 && d > r.max {
 		return r.max
 	}
 	return d

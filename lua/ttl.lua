@@ -7,18 +7,21 @@
 --
 -- Reply, an integer:
 --   > 0   every key is ours; the smallest PTTL among them, in milliseconds.
---   0     some key is gone or held by another.
---   -1    every key is ours but none has an expiry (someone ran PERSIST).
+--         Keys without an expiry (PTTL -1, after someone ran PERSIST) do
+--         not count.
+--   0     some key is gone or held by another; or some key has under a
+--         millisecond left (PTTL 0), which is as good as gone; or no key
+--         has an expiry.
 local token = ARGV[1]
 local prefix = owner(token)
-local least = -1
+local least = 0
 for i = 1, #KEYS do
   local v = redis.call("GET", KEYS[i])
   if not owns(v, prefix) then
     return 0
   end
   local ms = redis.call("PTTL", KEYS[i])
-  if ms >= 0 and (least < 0 or ms < least) then least = ms end
+  if ms == 0 then return 0 end
+  if ms > 0 and (least == 0 or ms < least) then least = ms end
 end
-if least == 0 then return 1 end
 return least
