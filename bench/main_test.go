@@ -12,18 +12,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/contention"
 	"github.com/redislock/redislock/internal/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
 
-// TestLibraries runs each adapter once against the shared server: obtain
-// and release, a failed attempt on a held key, refresh, waiting for a key
-// that another releases, and the round-trip counter. The full comparison
-// is make bench.
+// TestLibraries runs each adapter once: obtain and release, a failed
+// attempt on a held key, refresh, waiting for a key that another releases,
+// and the round-trip counter. The full comparison is make bench.
+//
+// Its server counts every access to a key exactly (an LFU policy with
+// lfu-log-factor 0 and no decay: OBJECT FREQ goes up by one per access),
+// so that the test can see a waiter's first attempt reach the held key
+// before the holder releases it.
 func TestLibraries(t *testing.T) {
-	addr := redistest.SharedServer(t, redistest.Redis).Addr()
+	server := redistest.NewServer(t, redistest.Redis, "--maxmemory-policy", "allkeys-lfu", "--lfu-log-factor", "0", "--lfu-decay-time", "0")
+	addr := server.Addr()
+	admin := server.Client(t)
 	for _, lib := range libraries() {
 		t.Run(lib.Name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -65,7 +72,7 @@ func TestLibraries(t *testing.T) {
 			}
 			// Free the key that the last TryHeld took, for libraries
 			// that do not release it themselves.
-			redistest.SharedServer(t, redistest.Redis).Client(t).Del(ctx, key, "rueidislock:0:"+key)
+			admin.Del(ctx, key, "rueidislock:0:"+key)
 
 			refresh, release, err := c.Refresh(ctx, redistest.Key(t, "refresh"))
 			if err != nil {
@@ -81,6 +88,9 @@ func TestLibraries(t *testing.T) {
 			if err := release(ctx); err != nil {
 				t.Errorf("release after refresh: %v", err)
 			}
+			// rueidislock releases in the background: wait for it, so
+			// that its round trip is not counted as the waiter's below.
+			waitKeys(t, admin, redistest.Key(t, "refresh"), 0)
 
 			var gaveUp atomic.Int64
 			wait := c.Wait(redistest.Key(t, "hot"), &gaveUp)
@@ -95,22 +105,75 @@ func TestLibraries(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Wait on a free key: %v", err)
 			}
+			// The key the library wrote for hot (rueidislock prefixes it),
+			// and how often it was accessed so far.
+			lockKey := waitKeys(t, admin, hot, 1)[0]
+			freq := func() int64 {
+				n, err := admin.ObjectFreq(ctx, lockKey).Result()
+				if err != nil {
+					t.Fatalf("OBJECT FREQ %s: %v", lockKey, err)
+				}
+				return n
+			}
+			accessed, trips := freq(), counter.RoundTrips()
 			done := make(chan error, 1)
+			var waiterTrips int64 // the waiter's round trips until it held the key; set before done
 			go func() {
 				release, err := wait(ctx)
+				waiterTrips = counter.RoundTrips() - trips
 				if err == nil {
 					err = release(ctx)
 				}
 				done <- err
 			}()
-			time.Sleep(20 * time.Millisecond)
+			// Release only once the waiter's first attempt has reached the
+			// held key: the waiter is then waiting, whenever its goroutine
+			// started.
+			for freq() == accessed {
+				select {
+				case err := <-done:
+					t.Fatalf("Wait on a held key returned before its first attempt reached the key: %v", err)
+				case <-ctx.Done():
+					t.Fatalf("no attempt of the waiter reached the held key %s: %v", lockKey, ctx.Err())
+				case <-time.After(time.Millisecond): // polling the key's access count
+				}
+			}
 			if err := release(ctx); err != nil {
 				t.Fatalf("release: %v", err)
 			}
 			if err := <-done; err != nil {
-				t.Errorf("Wait on a key released 20 ms later: %v", err)
+				t.Errorf("Wait on a key released while it waited: %v", err)
+			}
+			// It waited: one attempt found the key held, and at least one
+			// more round trip took it after the release.
+			if waiterTrips < 2 {
+				t.Errorf("the waiter took the key in %d round trip(s), want at least 2 (a failed attempt, then the obtain)", waiterTrips)
 			}
 		})
+	}
+}
+
+// waitKeys returns the string keys whose name contains name, once there
+// are exactly n of them; it fails the test after 10 s.
+func waitKeys(t *testing.T, admin *redis.Client, name string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var found []string
+		iter := admin.ScanType(ctx, 0, "*"+name+"*", 100, "string").Iterator()
+		for iter.Next(ctx) {
+			found = append(found, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			t.Fatalf("SCAN: %v", err)
+		}
+		if len(found) == n {
+			return found
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keys containing %q: %q, want %d after 10s", name, found, n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the server's keys
 	}
 }
 
