@@ -13,6 +13,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(soakHelperEnv); spec != "" {
+		os.Exit(soakHelperMain(spec)) // a helper process of TestSoakProcesses
+	}
 	os.Exit(redistest.Run(&examplesOnSharedServer{m}))
 }
 
