@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
@@ -53,6 +54,26 @@ func TestInspectUnexpectedReply(t *testing.T) {
 		info, err := redislock.New(replyClient{rdb, reply}).Inspect(context.Background(), key)
 		if !errors.Is(err, redislock.ErrUnexpectedReply) || info != nil {
 			t.Errorf("Inspect answered %#v: got %+v, %v; want nil, ErrUnexpectedReply", reply, info, err)
+		}
+	}
+}
+
+// A TTL reply that ttl.lua never gives is reported as ErrUnexpectedReply.
+func TestTTLUnexpectedReply(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	lock, err := redislock.Obtain(context.Background(), rdb, redistest.Key(t, "job"), time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Release(context.Background()) }()
+	for _, reply := range []any{"OK", int64(-1), []any{int64(1)}} {
+		attached, err := redislock.New(replyClient{rdb, reply}).Attach(lock.Keys(), lock.Token(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl, err := attached.TTL(context.Background()); !errors.Is(err, redislock.ErrUnexpectedReply) || ttl != 0 {
+			t.Errorf("TTL answered %#v: got %v, %v; want 0, ErrUnexpectedReply", reply, ttl, err)
 		}
 	}
 }

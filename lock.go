@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redislock/redislock/internal/lease"
@@ -84,8 +85,9 @@ func (l *Lock) FenceToken() int64 {
 // has under a millisecond left, which is as good as lost. Keys without an
 // expiry (someone ran PERSIST) do not count; a lock none of whose keys has
 // one gives 0 too, as with bsm/redislock. It makes one attempt, blocking
-// for one round trip; the Redis error is returned as it is. A nil Lock
-// returns [ErrLockNotHeld].
+// for one round trip; the Redis error is returned as it is, and a reply
+// that the script never gives as [ErrUnexpectedReply]. A nil Lock returns
+// [ErrLockNotHeld].
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if l == nil {
 		return 0, ErrLockNotHeld
@@ -93,9 +95,13 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if err := checkCall(ctx, l.client); err != nil {
 		return 0, err
 	}
-	ms, err := ttlScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
+	reply, err := ttlScript.Run(ctx, l.client, l.keys, l.tokenArg).Result()
 	if err != nil {
 		return 0, err
+	}
+	ms, ok := reply.(int64)
+	if !ok || ms < 0 {
+		return 0, fmt.Errorf("%w: ttl of %q: %#v", ErrUnexpectedReply, l.keys, reply)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
