@@ -254,7 +254,8 @@ soak:
 // soakHelperMain is the body of a helper process (the test binary run with
 // soakHelperEnv set; TestMain calls it instead of running tests). It loops
 // until its stdin closes: a random key, a random strategy (WaitForRelease
-// always for the helpers that get killed), obtain, hold 1 to 10 ms,
+// 35%, LinearBackoff 15%, ExponentialBackoff 10%, a NoRetry probe 40%; the
+// helpers that get killed always WaitForRelease), obtain, hold 1 to 10 ms,
 // release, 5 to 30 ms away. It writes one report line per event on stdout, at once,
 // so that a SIGKILL loses none that happened. It returns the exit code.
 func soakHelperMain(spec string) int {
@@ -289,11 +290,11 @@ func soakHelperMain(spec string) int {
 			r = 0 // the processes that get killed always wait
 		}
 		switch {
-		case r < 55:
+		case r < 35:
 			kind, opt.RetryStrategy = "wait", redislock.WaitForRelease(nil)
-		case r < 70:
+		case r < 50:
 			kind, opt.RetryStrategy = "linear", redislock.LinearBackoff(5*time.Millisecond)
-		case r < 80:
+		case r < 60:
 			kind, opt.RetryStrategy = "exponential", redislock.ExponentialBackoff(2*time.Millisecond, 50*time.Millisecond)
 		default:
 			kind, client = "probe", probe
