@@ -19,7 +19,7 @@ type replyClient struct {
 	reply any
 }
 
-func (c replyClient) answer(ctx context.Context) *redis.Cmd {
+func (c replyClient) answer(context.Context) *redis.Cmd {
 	return redis.NewCmdResult(c.reply, nil)
 }
 

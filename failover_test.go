@@ -415,7 +415,7 @@ func startProbe(t *testing.T, client redis.UniversalClient, newMaster *redistest
 	})
 	go func() {
 		defer close(exited)
-		defer direct.Close()
+		defer func() { _ = direct.Close() }()
 		var r probeResult
 		defer func() { p.done <- r }()
 		for i := 0; ; i++ {

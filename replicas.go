@@ -87,7 +87,7 @@ func waitReplicas(ctx context.Context, lock *Lock, want int, timeout time.Durati
 		return checkReplicas(lock.client, &Options{MinReplicas: want})
 	}
 	conn := node.Conn()
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // back to the pool; a broken one is dropped
 	deadline := time.Now().Add(timeout)
 	first := firstWait(timeout, node.Options().ReadTimeout)
 	for _, load := range []bool{false, true} {

@@ -124,7 +124,7 @@ func TestMinReplicasCluster(t *testing.T) {
 func TestMinReplicasUnsupportedClient(t *testing.T) {
 	t.Parallel()
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
-	defer ring.Close()
+	defer func() { _ = ring.Close() }()
 	_, err := redislock.Obtain(context.Background(), ring, "locks:job", time.Minute, &redislock.Options{MinReplicas: 1})
 	if !errors.Is(err, redislock.ErrUnsupportedClient) || !strings.Contains(err.Error(), "MinReplicas") || !strings.Contains(err.Error(), "*redis.Ring") {
 		t.Errorf("got %v, want ErrUnsupportedClient naming MinReplicas and *redis.Ring", err)

@@ -118,7 +118,7 @@ func TestSoakProcesses(t *testing.T) {
 	var helpers [soakProcesses]*soakHelper
 	start := func(id int) *soakHelper {
 		h := &soakHelper{id: id}
-		h.cmd = exec.Command(os.Args[0], "-test.run=^$")
+		h.cmd = exec.Command(os.Args[0], "-test.run=^$") // #nosec G204 G702 -- this test binary, run again
 		h.cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d", soakHelperEnv, server.Addr(), id, soakKeys))
 		h.cmd.Stderr = &h.err
 		var err error
@@ -272,9 +272,9 @@ func soakHelperMain(spec string) int {
 		stop()
 	}()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 	probe := &soakProbeClient{Client: redis.NewClient(&redis.Options{Addr: addr, PoolSize: 2})}
-	defer probe.Close()
+	defer func() { _ = probe.Close() }()
 	report := func(format string, args ...any) {
 		fmt.Printf(soakLine+format+"\n", args...)
 	}
