@@ -87,6 +87,7 @@ func TestSentinelFailover(t *testing.T) {
 			demoted := waitRole(t, oldMaster, "slave", p.start)
 			t.Logf("figure: %s sentinel, SENTINEL FAILOVER: %v after it began, a client pinned to the old master and the failover client both held one lock; the old master became a replica after %v",
 				f, ms(strayAt), ms(demoted))
+			waitResynced(t, oldMaster, replica)
 			redistest.WaitSynced(t, replica, oldMaster)
 			if ttl, err := pinned.TTL(ctx); ttl != 0 || err != nil {
 				t.Errorf("lock granted by the old master, after its demotion: TTL() = %v, %v; want 0, nil (wiped by the resync)", ttl, err)
@@ -493,6 +494,26 @@ func waitRole(t *testing.T, s *redistest.Server, role string, start time.Time) t
 		time.Sleep(50 * time.Millisecond) // polling for the demotion
 	}
 	return time.Since(start)
+}
+
+// waitResynced blocks until demoted, a master turned into a replica of
+// master, has loaded master's data set: its link is up and no sync is in
+// progress. Before that its replication offset can be its own, from when
+// it was a master, which already passes redistest.WaitSynced while it
+// still holds its own keys.
+func waitResynced(t *testing.T, demoted, master *redistest.Server) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := info(t, demoted, "replication")
+		if r["master_host"]+":"+r["master_port"] == master.Addr() && r["master_link_status"] == "up" && r["master_sync_in_progress"] == "0" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has not synced with %s after 30 s: %v", demoted, master, r)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the resync
+	}
 }
 
 // fenceCounter reads the fence counter key on s directly (0 when absent).
