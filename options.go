@@ -35,8 +35,8 @@ type Options struct {
 	// MinReplicas, when above zero, makes Obtain and ObtainMulti confirm
 	// the lock on at least this many replicas before returning it: on the
 	// connection to the lock's master they send the obtain script again
-	// (re-entrant: same token, same fence token) pipelined with Redis WAIT,
-	// one more round trip. When fewer replicas acknowledge within
+	// (re-entrant: same token, same fence token), then Redis WAIT: two
+	// more round trips and the wait. When fewer replicas acknowledge within
 	// ReplicaTimeout, the lock is released and the call fails with a
 	// [*ReplicaError] ([ErrNotReplicated]). It narrows the window in which
 	// a failover loses a lock, at a cost in availability (see the package

@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -50,13 +49,13 @@ func checkReplicas(client RedisClient, opt *Options) error {
 
 // confirmReplicas makes sure, when opt.MinReplicas is set, that that many
 // replicas have the lock just obtained. On one connection to the master of
-// the lock's keys it sends, pipelined in one round trip, the obtain script
-// again with the lock's own token (a re-entrant obtain: it keeps the lock,
-// its fence token and its metadata, and resets the TTL) and WAIT, which
-// then counts the replicas that have that write, and so everything before
-// it. When fewer acknowledge within the timeout, or the lock is no longer
-// ours, it releases the lock and returns the error. args are the obtain
-// script's ARGV.
+// the lock's keys it runs the obtain script again with the lock's own
+// token (a re-entrant obtain: it keeps the lock, its fence token and its
+// metadata, and resets the TTL), then WAIT, which counts the replicas that
+// have that connection's latest write, and so everything before it. When
+// fewer acknowledge within the timeout, or the lock is no longer ours, it
+// releases the lock and returns the error. args are the obtain script's
+// ARGV.
 func confirmReplicas(ctx context.Context, lock *Lock, opt *Options, scriptKeys []string, args ...any) error {
 	want := opt.minReplicas()
 	if want <= 0 {
@@ -88,61 +87,28 @@ func waitReplicas(ctx context.Context, lock *Lock, want int, timeout time.Durati
 	}
 	conn := node.Conn()
 	defer func() { _ = conn.Close() }() // back to the pool; a broken one is dropped
-	deadline := time.Now().Add(timeout)
-	first := firstWait(timeout, node.Options().ReadTimeout)
-	for _, load := range []bool{false, true} {
-		var obtained *redis.Cmd
-		var wait *redis.Cmd
-		_, _ = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-			if load {
-				obtained = obtainScript.QueueEval(ctx, p, scriptKeys, args...)
-			} else {
-				obtained = obtainScript.Queue(ctx, p, scriptKeys, args...)
-			}
-			wait = p.Do(ctx, "WAIT", want, first.Milliseconds())
-			return nil
-		})
-		reply, err := obtained.Int64()
-		switch {
-		case !load && script.IsNoScript(err):
-			continue // a master that never ran the script: send it whole
-		case err != nil:
-			return err
-		case reply < 0:
-			return ErrNotObtained // lost between the obtain and now
-		}
-		lock.fence = reply
-		got, err := wait.Int64()
-		if err != nil {
-			return err
-		}
-		// The rest of the timeout, on the same connection: WAIT counts the
-		// replicas that acknowledged this connection's last write, so a
-		// second WAIT goes on where the first stopped. Sent alone, it is
-		// read under a deadline that go-redis derives from its own timeout
-		// instead of the client's ReadTimeout.
-		if rest := time.Until(deadline); got < int64(want) && rest >= time.Millisecond {
-			if got, err = conn.Wait(ctx, want, rest).Result(); err != nil {
-				return err
-			}
-		}
-		if got < int64(want) {
-			return &ReplicaError{Want: want, Got: int(got)}
-		}
-		return nil
+	reply, err := obtainScript.Run(ctx, conn, scriptKeys, args...).Int64()
+	switch {
+	case err != nil:
+		script.ReloadAfter(ctx, lock.client, err)
+		return err
+	case reply < 0:
+		return ErrNotObtained // lost between the obtain and now
 	}
-	return errors.New("redislock: NOSCRIPT after EVAL") // unreachable
-}
-
-// firstWait is the timeout of the WAIT pipelined with the obtain script.
-// A pipeline's replies are read under the client's ReadTimeout (readTimeout
-// after go-redis's defaults, 0 or less for none), which a longer WAIT would
-// overrun, leaving an i/o timeout and a broken connection; so that WAIT
-// takes at most half of it, and a WAIT sent alone waits for the rest. It is
-// at least 1 ms: WAIT 0 blocks for ever.
-func firstWait(timeout, readTimeout time.Duration) time.Duration {
-	if readTimeout > 0 && timeout > readTimeout/2 {
-		timeout = readTimeout / 2
+	lock.fence = reply
+	// WAIT is not pipelined with the script: a pipeline's replies are read
+	// under the client's ReadTimeout, which a WAIT can outlast (its
+	// timeout, plus up to 1/hz s before the server notices it), leaving an
+	// i/o timeout and a broken connection. Sent alone, it is read under a
+	// deadline that go-redis derives from the WAIT's own timeout.
+	// WAIT 0 would block for ever: the timeout is at least 1 ms.
+	got, err := conn.Wait(ctx, want, max(timeout.Truncate(time.Millisecond), time.Millisecond)).Result()
+	if err != nil {
+		script.ReloadAfter(ctx, lock.client, err)
+		return err
 	}
-	return max(timeout.Truncate(time.Millisecond), time.Millisecond)
+	if got < int64(want) {
+		return &ReplicaError{Want: want, Got: int(got)}
+	}
+	return nil
 }
