@@ -98,7 +98,8 @@ func (s *soakTally) get(event string) int64 {
 }
 
 func TestSoakProcesses(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its eight processes load the machine, which the timing of
+	// other tests should not have to bear; it runs before the parallel tests.
 	duration := soakShort
 	if *soakLong {
 		duration = time.Minute
