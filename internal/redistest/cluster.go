@@ -42,7 +42,7 @@ func NewCluster(t testing.TB, f Flavor) *Cluster {
 }
 
 func startCluster(f Flavor) (*Cluster, error) {
-	cli, err := f.lookPath(f.cliBin())
+	cli, err := f.cli()
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,24 @@
 // Package redistest starts real Redis and Valkey servers for tests: standalone
-// servers, a 3-master/3-replica Cluster and a Sentinel setup (a master, a
-// replica and three sentinels). Nothing is mocked; every server is a child
-// process listening on a free port of 127.0.0.1 (never 6379), with persistence
-// off and its own temporary directory.
+// servers, a master with a replica, a 3-master/3-replica Cluster and a
+// Sentinel setup (a master, a replica and three sentinels). Nothing is
+// mocked; every server is a child process listening on a free port of
+// 127.0.0.1 (never 6379), with persistence off and its own temporary
+// directory.
+//
+// # Flavors
+//
+// Four server versions ([Flavor]): [Redis] 7.0 and [Valkey] 8.0 from PATH
+// (Debian 12 packages), and [Redis8] 8.0 and [Valkey9] 9.1 from Debian
+// sid, which scripts/install-sid-servers.sh unpacks into [ServersDir]
+// without installing them (they run through sid's own dynamic loader).
+// [ServerVersion] and [Topology.Version] tell a test which version it
+// runs on, for features only newer servers have.
+//
+// # Helpers for tests on real servers
+//
+// [WaitFor] polls a condition on a server until it holds; [Info] reads one
+// INFO field; [DeadAddr] is an address that refuses connections;
+// [WaitSynced] and [CutReplication] control replication.
 //
 // # Shared and own instances
 //
@@ -26,18 +42,22 @@
 // # Failures and cleanup
 //
 // A missing binary fails the test (never skips it) with a message naming the
-// package to install; scripts/install-deps.sh installs them all. When a test
-// fails, the tail of the log of every server it used is printed.
+// package to install or the script to run; scripts/install-deps.sh installs
+// or fetches them all. When a test fails, the tail of the log of every
+// server it used is printed.
 //
-// Every server runs in its own process group and gets SIGKILL from the kernel
-// when the test binary exits, however it exits (a panic, a -timeout, Ctrl-C,
-// or a forgotten TestMain), so no server outlives its test binary. Only the
-// temporary directories of instances that [Run] did not stop are left behind;
-// they are removed by the next test binary that uses this package.
+// Every server runs in its own process group and, on Linux, gets SIGKILL from
+// the kernel when the test binary exits, however it exits (a panic, a
+// -timeout, Ctrl-C, or a forgotten TestMain), so no server outlives its test
+// binary (elsewhere only [Run] and Cleanup stop them). Only the temporary
+// directories of instances that [Run] did not stop are left behind; they are
+// removed by the next test binary that uses this package.
 //
 // # Environment
 //
 // REDISLOCK_TOPOLOGIES, a comma-separated list of [Topology] names such as
 // "redis,redis-cluster", restricts [Topologies] for quick local runs. Unset or
 // empty means all of them.
+//
+// REDISLOCK_SERVERS names the folder of the flavors from sid ([ServersDir]).
 package redistest

@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"testing"
 )
 
 // maxPort is the highest port handed out, so that a Cluster bus port
@@ -60,4 +61,18 @@ func portFree(port int) bool {
 	}
 	_ = l.Close()
 	return true
+}
+
+// DeadAddr returns an address of 127.0.0.1 where nothing listens: dialing it
+// is refused at once. The port was free when DeadAddr picked it and the
+// harness never hands it to a server, but another process of the machine
+// could still take it, so use it for what a refused dial shows, not to
+// prove that nothing was ever sent. It fails the test if no port is free.
+func DeadAddr(t testing.TB) string {
+	t.Helper()
+	port, err := freePort(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }

@@ -29,13 +29,14 @@ var live struct {
 
 // startProcess starts path with args in dir, stdout and stderr going to out.
 // The child runs in its own process group (so kill reaches anything it forks)
-// and is sent SIGKILL by the kernel when the test binary exits (see spawn).
+// and, on Linux, is sent SIGKILL by the kernel when the test binary exits
+// (see sysProcAttr and spawn).
 func startProcess(path string, args []string, dir string, out *os.File) (*process, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysProcAttr()
 	if err := spawn(cmd); err != nil {
 		return nil, fmt.Errorf("redistest: start %s: %w", path, err)
 	}
@@ -89,14 +90,16 @@ func killAll() {
 	}
 }
 
-// runTool runs a short-lived command (redis-cli) to completion, killing its
-// process group when ctx is done, and returns its combined output.
-func runTool(ctx context.Context, path string, args ...string) ([]byte, error) {
+// runTool runs a short-lived command (redis-cli) to completion with args,
+// killing its process group when ctx is done, and returns its combined
+// output.
+func runTool(ctx context.Context, tool command, args ...string) ([]byte, error) {
 	var out bytes.Buffer
+	path, args := tool.with(args...)
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Stdout = &out
 	cmd.Stderr = &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysProcAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	if err := spawn(cmd); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -118,4 +119,69 @@ func WaitSynced(t testing.TB, master, replica *Server) {
 	if err != nil {
 		t.Fatalf("%v\n%s%s", err, master.report(15), replica.report(15))
 	}
+}
+
+// NewReplicated starts a master of flavor f and one replica of it for the
+// test alone, each a standalone server as [NewServer] starts it with args
+// appended (the master with diskless sync and no delay, so the first sync
+// takes milliseconds). It blocks until the replica's link is up and the
+// master counts it online (after its first acknowledgement, so WAIT
+// counts it), for at most 30 s. Cleanup stops both; if the test failed,
+// the tail of both logs is printed. A missing binary or a pair that does
+// not sync fails the test.
+func NewReplicated(t testing.TB, f Flavor, args ...string) (master, replica *Server) {
+	t.Helper()
+	master, replica, err := startReplicated(f, string(f), args)
+	for _, s := range []*Server{master, replica} {
+		if s != nil {
+			t.Cleanup(s.stop)
+			reportOnFailure(t, s, func() string { return s.report(40) })
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return master, replica
+}
+
+// startReplicated starts a master and a replica of it, labelled
+// label+"-master" and label+"-replica", with extra args each, and waits
+// until they are in sync. On error the servers started so far are
+// returned with it, for the caller to stop and report.
+func startReplicated(f Flavor, label string, extra []string) (master, replica *Server, err error) {
+	master, err = launch(serverSpec{
+		flavor: f,
+		label:  label + "-master",
+		args: func(port int, dir string) ([]string, error) {
+			return append(append(dataArgs(port, dir), "--repl-diskless-sync-delay", "0"), extra...), nil
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	replica, err = launch(serverSpec{
+		flavor: f,
+		label:  label + "-replica",
+		args: func(port int, dir string) ([]string, error) {
+			return append(append(dataArgs(port, dir),
+				"--repl-diskless-sync-delay", "0",
+				"--replicaof", "127.0.0.1", strconv.Itoa(master.Port()),
+			), extra...), nil
+		},
+	})
+	if err != nil {
+		return master, nil, err
+	}
+	err = waitFor(replica.String()+" in sync with "+master.String(), readyTimeout, pollInterval, func(ctx context.Context) error {
+		if st, err := infoMap(ctx, replica.adminClient(), "replication", "master_link_status"); err != nil || st != "up" {
+			return fmt.Errorf("%s: master_link_status:%s (%v): %w", replica, st, err, errNotYet)
+		}
+		// slave0:ip=…,port=…,state=online,offset=…,lag=…
+		st, err := infoMap(ctx, master.adminClient(), "replication", "slave0")
+		if err != nil || !strings.Contains(st, "port="+strconv.Itoa(replica.Port())+",state=online") {
+			return fmt.Errorf("%s: slave0:%s (%v): %w", master, st, err, errNotYet)
+		}
+		return nil
+	})
+	return master, replica, err
 }

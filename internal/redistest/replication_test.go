@@ -12,13 +12,11 @@ import (
 // reconnect, and that restoring replication brings it over.
 func TestCutReplication(t *testing.T) {
 	t.Parallel()
-	for _, f := range []Flavor{Redis, Valkey} {
+	for _, f := range allFlavors {
 		t.Run(string(f), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			// Without the delay the replica's first full sync waits 5 s.
-			master := NewServer(t, f, "--repl-diskless-sync-delay", "0")
-			replica := NewServer(t, f, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port()))
+			master, replica := NewReplicated(t, f)
 			m, r := master.Client(t), replica.Client(t)
 			before, after := Key(t, "before"), Key(t, "after")
 
@@ -54,5 +52,36 @@ func TestCutReplication(t *testing.T) {
 				t.Fatalf("%s not on the replica after restore and WaitSynced", after)
 			}
 		})
+	}
+}
+
+// NewReplicated returns a pair already in sync: the master counts its
+// replica online at once (WAIT 1 needs no wait), and a write reaches the
+// replica.
+func TestNewReplicated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	master, replica := NewReplicated(t, Redis, "--maxmemory", "2mb")
+	m, r := master.Client(t), replica.Client(t)
+	if got := Info(t, m, "replication", "connected_slaves"); got != "1" {
+		t.Errorf("master: connected_slaves:%s, want 1", got)
+	}
+	if got := Info(t, r, "replication", "master_port"); got != strconv.Itoa(master.Port()) {
+		t.Errorf("replica: master_port:%s, want %d", got, master.Port())
+	}
+	for _, s := range []*Server{master, replica} {
+		if got := s.adminClient().ConfigGet(ctx, "maxmemory").Val()["maxmemory"]; got != "2097152" {
+			t.Errorf("%s: maxmemory %q, want the extra argument 2097152", s, got)
+		}
+	}
+	key := Key(t, "k")
+	if err := m.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.Wait(ctx, 1, 0).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 0 = %d, %v; want 1", n, err)
+	}
+	if got, err := r.Get(ctx, key).Result(); err != nil || got != "v" {
+		t.Errorf("GET on the replica = %q, %v; want \"v\"", got, err)
 	}
 }

@@ -64,41 +64,12 @@ func startSentinel(f Flavor) (_ *Sentinel, err error) {
 		}
 	}()
 
-	master, err := launch(serverSpec{
-		flavor: f,
-		label:  string(f) + "-sentinel-master",
-		args: func(port int, dir string) ([]string, error) {
-			return append(dataArgs(port, dir), "--repl-diskless-sync-delay", "0"), nil
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.data = append(s.data, master)
-	replica, err := launch(serverSpec{
-		flavor: f,
-		label:  string(f) + "-sentinel-replica",
-		args: func(port int, dir string) ([]string, error) {
-			return append(dataArgs(port, dir),
-				"--repl-diskless-sync-delay", "0",
-				"--replicaof", "127.0.0.1", strconv.Itoa(master.Port()),
-			), nil
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.data = append(s.data, replica)
-	err = waitFor(replica.String()+" in sync", readyTimeout, pollInterval, func(ctx context.Context) error {
-		info, err := replica.adminClient().Info(ctx, "replication").Result()
-		if err != nil {
-			return err
+	master, replica, err := startReplicated(f, string(f)+"-sentinel", nil)
+	for _, d := range []*Server{master, replica} {
+		if d != nil {
+			s.data = append(s.data, d)
 		}
-		if st, _ := infoField(info, "master_link_status"); st != "up" {
-			return fmt.Errorf("master_link_status:%s: %w", st, errNotYet)
-		}
-		return nil
-	})
+	}
 	if err != nil {
 		return nil, err
 	}

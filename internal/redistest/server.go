@@ -89,7 +89,7 @@ type serverSpec struct {
 // blocks until the server answers PING. On error nothing is left running and
 // the directory is removed.
 func launch(spec serverSpec) (*Server, error) {
-	if _, err := spec.flavor.lookPath(spec.flavor.serverBin()); err != nil {
+	if _, err := spec.flavor.server(); err != nil {
 		return nil, err
 	}
 	dir, err := newDir(spec.label)
@@ -138,7 +138,7 @@ var errAddrInUse = errors.New("address already in use")
 
 // start runs the server process and blocks until it answers PING.
 func (s *Server) start() error {
-	bin, err := s.flavor.lookPath(s.flavor.serverBin())
+	bin, err := s.flavor.server()
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,8 @@ func (s *Server) start() error {
 	if err != nil {
 		return fmt.Errorf("redistest: %w", err)
 	}
-	p, err := startProcess(bin, s.args, s.dir, out)
+	path, args := bin.with(s.args...)
+	p, err := startProcess(path, args, s.dir, out)
 	_ = out.Close() // the child has its own descriptor
 	if err != nil {
 		return err

@@ -5,13 +5,17 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 )
 
+// allFlavors is every flavor, for tests of the harness itself.
+var allFlavors = []Flavor{Redis, Valkey, Redis8, Valkey9}
+
 func TestNewServer(t *testing.T) {
-	for _, f := range []Flavor{Redis, Valkey} {
+	for _, f := range allFlavors {
 		t.Run(string(f), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -92,6 +96,46 @@ func TestMissingBinary(t *testing.T) {
 			t.Errorf("NewServer(%s) without binary: Fatal(%q), want it to contain %q", tc.f, f.fatal, tc.want)
 		}
 		f.cleanup()
+	}
+}
+
+// A flavor from sid that was never fetched fails the test (not a skip),
+// naming the script that fetches it; so does its Cluster.
+func TestMissingSidServers(t *testing.T) {
+	t.Setenv(ServersEnv, t.TempDir())
+	for _, f := range []Flavor{Redis8, Valkey9} {
+		for name, start := range map[string]func(testing.TB){
+			"NewServer":  func(tb testing.TB) { NewServer(tb, f) },
+			"NewCluster": func(tb testing.TB) { NewCluster(tb, f) },
+		} {
+			ft := &fakeTB{TB: t}
+			ft.run(func() { start(ft) })
+			want := string(f) + ": "
+			if !ft.failed || !strings.Contains(ft.fatal, want) || !strings.Contains(ft.fatal, "scripts/install-sid-servers.sh") {
+				t.Errorf("%s(%s) with nothing fetched: failed=%v, Fatal(%q); want a failure naming %q and scripts/install-sid-servers.sh", name, f, ft.failed, ft.fatal, want)
+			}
+			ft.cleanup()
+		}
+	}
+}
+
+func TestServersDir(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home directory:", err) // the fallback cannot be checked
+	}
+	for _, tc := range []struct {
+		env, xdg, want string
+	}{
+		{"/srv/servers", "/x", "/srv/servers"},
+		{"", "/x", "/x/redislock/servers"},
+		{"", "", filepath.Join(home, ".cache", "redislock", "servers")},
+	} {
+		t.Setenv(ServersEnv, tc.env)
+		t.Setenv("XDG_CACHE_HOME", tc.xdg)
+		if got := ServersDir(); got != tc.want {
+			t.Errorf("ServersDir() with %s=%q XDG_CACHE_HOME=%q = %q, want %q", ServersEnv, tc.env, tc.xdg, got, tc.want)
+		}
 	}
 }
 

@@ -16,9 +16,12 @@ const TopologiesEnv = "REDISLOCK_TOPOLOGIES"
 // Topology is one kind of deployment that behavioural tests run against,
 // backed by the shared instance of that kind.
 type Topology struct {
-	// Name is one of "redis", "valkey", "redis-cluster", "valkey-cluster"
-	// and "redis-sentinel"; use it as the subtest name.
+	// Name is one of "redis", "valkey", "redis8", "valkey9",
+	// "redis-cluster", "valkey-cluster", "redis8-cluster",
+	// "valkey9-cluster" and "redis-sentinel"; use it as the subtest name.
 	Name string
+	// Flavor is the server implementation the topology runs.
+	Flavor Flavor
 	// Cluster reports whether the topology is a Cluster: keys used together
 	// in one command or script must share a hash slot (see [Key]).
 	Cluster bool
@@ -30,28 +33,42 @@ type Topology struct {
 	NewClient func(t testing.TB) redis.UniversalClient
 }
 
+// Version returns the version of the topology's servers (INFO server),
+// starting its shared instance on first use, as [Topology.NewClient] does.
+// It fails the test if the instance cannot be started or asked.
+func (tp Topology) Version(t testing.TB) Version {
+	t.Helper()
+	return ServerVersion(t, tp.NewClient(t))
+}
+
 // allTopologies is the full table, in the order tests run them.
 var allTopologies = []Topology{
-	{Name: "redis", NewClient: func(t testing.TB) redis.UniversalClient {
-		t.Helper()
-		return SharedServer(t, Redis).Client(t)
-	}},
-	{Name: "valkey", NewClient: func(t testing.TB) redis.UniversalClient {
-		t.Helper()
-		return SharedServer(t, Valkey).Client(t)
-	}},
-	{Name: "redis-cluster", Cluster: true, NewClient: func(t testing.TB) redis.UniversalClient {
-		t.Helper()
-		return SharedCluster(t, Redis).Client(t)
-	}},
-	{Name: "valkey-cluster", Cluster: true, NewClient: func(t testing.TB) redis.UniversalClient {
-		t.Helper()
-		return SharedCluster(t, Valkey).Client(t)
-	}},
-	{Name: "redis-sentinel", NewClient: func(t testing.TB) redis.UniversalClient {
+	standaloneTopology(Redis),
+	standaloneTopology(Valkey),
+	standaloneTopology(Redis8),
+	standaloneTopology(Valkey9),
+	clusterTopology(Redis),
+	clusterTopology(Valkey),
+	clusterTopology(Redis8),
+	clusterTopology(Valkey9),
+	{Name: "redis-sentinel", Flavor: Redis, NewClient: func(t testing.TB) redis.UniversalClient {
 		t.Helper()
 		return SharedSentinel(t, Redis).Client(t)
 	}},
+}
+
+func standaloneTopology(f Flavor) Topology {
+	return Topology{Name: string(f), Flavor: f, NewClient: func(t testing.TB) redis.UniversalClient {
+		t.Helper()
+		return SharedServer(t, f).Client(t)
+	}}
+}
+
+func clusterTopology(f Flavor) Topology {
+	return Topology{Name: string(f) + "-cluster", Flavor: f, Cluster: true, NewClient: func(t testing.TB) redis.UniversalClient {
+		t.Helper()
+		return SharedCluster(t, f).Client(t)
+	}}
 }
 
 // Topologies returns the topologies to run behavioural tests on: all of them,

@@ -28,6 +28,11 @@ func TestTopologies(t *testing.T) {
 			if want := []string{"v", "v"}; !reflect.DeepEqual(got, want) {
 				t.Errorf("script = %q, want %q", got, want)
 			}
+			// Each topology runs the server its flavor names.
+			want := map[Flavor]Version{Redis: {"redis", 7, 0, 0}, Valkey: {"valkey", 8, 0, 0}, Redis8: {"redis", 8, 0, 0}, Valkey9: {"valkey", 9, 1, 0}}[tp.Flavor]
+			if v := tp.Version(t); v.Server != want.Server || v.Major != want.Major || !v.AtLeast(want.Major, want.Minor) {
+				t.Errorf("Version() = %v, want %s %d.%d.x or a later %d.x", v, want.Server, want.Major, want.Minor, want.Major)
+			}
 			// A second client reaches the same shared instance.
 			if v, err := tp.NewClient(t).Get(ctx, Key(t, "a")).Result(); err != nil || v != "v" {
 				t.Errorf("GET through a second client = %q, %v; want \"v\"", v, err)
@@ -44,7 +49,7 @@ func TestSelectTopologies(t *testing.T) {
 		}
 		return out
 	}
-	all := []string{"redis", "valkey", "redis-cluster", "valkey-cluster", "redis-sentinel"}
+	all := []string{"redis", "valkey", "redis8", "valkey9", "redis-cluster", "valkey-cluster", "redis8-cluster", "valkey9-cluster", "redis-sentinel"}
 	for _, tc := range []struct {
 		env  string
 		want []string
@@ -53,6 +58,7 @@ func TestSelectTopologies(t *testing.T) {
 		{" , ", all},
 		{"redis-cluster, redis", []string{"redis", "redis-cluster"}},
 		{"valkey,nope", []string{"valkey", "nope"}},
+		{"valkey9-cluster,redis8", []string{"redis8", "valkey9-cluster"}},
 	} {
 		if got := names(selectTopologies(tc.env)); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("selectTopologies(%q) = %q, want %q", tc.env, got, tc.want)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -101,4 +102,25 @@ func infoField(info, field string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// waitForInterval is the pause between two calls of WaitFor's condition.
+const waitForInterval = 10 * time.Millisecond
+
+// WaitFor calls cond until it returns true, pausing 10 ms between calls,
+// and fails the test with what in the message if it has not returned true
+// after timeout. It is a wait for a real server to reach a state (a
+// replica in sync, a client blocked, a role changed), each call of cond
+// typically one round trip; it is not for synchronising goroutines of the
+// test, and no substitute for testing/synctest in timing logic. cond runs
+// on the test's goroutine, so it may call t.Fatal.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(waitForInterval)
+	}
 }
