@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # install-deps.sh installs the servers that the tests start (internal/redistest):
 # redis-server and redis-cli (Debian: redis-server redis-tools) and valkey-server
-# and valkey-cli (Debian bookworm-backports: valkey-server valkey-tools).
+# and valkey-cli (Debian bookworm-backports: valkey-server valkey-tools), then
+# runs install-sid-servers.sh, which fetches Redis 8.0 and Valkey 9.1 from
+# Debian sid into a private folder (no root needed; see that script).
 #
-# Idempotent: it does nothing when all four binaries are already in PATH.
+# Idempotent: it installs nothing when all four binaries are already in PATH,
+# and the sid servers are fetched once and cached.
 # Needs root to install; run as another user, it prints what to install and
 # exits 1. After installing it makes sure no packaged redis/valkey service is
 # left running or enabled (the tests never use port 6379; a stray service
 # would only be surprising on a developer machine).
 set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
@@ -18,7 +23,7 @@ have redis-server && have redis-cli || need_redis=1
 have valkey-server && have valkey-cli || need_valkey=1
 
 if [ "$need_redis" = 0 ] && [ "$need_valkey" = 0 ]; then
-	exit 0
+	exec bash "$here/install-sid-servers.sh"
 fi
 
 backports=/etc/apt/sources.list.d/bookworm-backports.sources
@@ -38,6 +43,7 @@ if [ "${EUID:-$(id -u)}" != 0 ]; then
 		echo "  sudo apt-get update" >&2
 		echo "  sudo apt-get install -y -t bookworm-backports valkey-server valkey-tools" >&2
 	fi
+	bash "$here/install-sid-servers.sh" || true
 	exit 1
 fi
 
@@ -87,3 +93,5 @@ for bin in redis-server redis-cli valkey-server valkey-cli; do
 		exit 1
 	fi
 done
+
+exec bash "$here/install-sid-servers.sh"
