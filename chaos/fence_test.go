@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
 	"github.com/redislock/redislock/internal/redistest"
 )
@@ -78,7 +77,9 @@ func TestFenceTokenAfterSentinelFailover(t *testing.T) {
 	}
 	rc := replica.Client(t)
 	// Once the counter has reached the replica, drop it there.
-	waitValue(t, rc, fence)
+	redistest.WaitFor(t, fence+" on the replica", 10*time.Second, func() bool {
+		return rc.Exists(ctx, fence).Val() == 1
+	})
 	if err := rc.ConfigSet(ctx, "replica-read-only", "no").Err(); err != nil {
 		t.Fatalf("CONFIG SET replica-read-only no: %v", err)
 	}
@@ -105,17 +106,4 @@ func TestFenceTokenAfterSentinelFailover(t *testing.T) {
 	}
 	t.Logf("highest token before the failover %d, first after %d", top, lock.FenceToken())
 	_ = lock.Release(ctx)
-}
-
-// waitValue polls rdb until key exists, for at most 10 s.
-func waitValue(t *testing.T, rdb *redis.Client, key string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if n, err := rdb.Exists(context.Background(), key).Result(); err == nil && n == 1 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // polling replication
-	}
-	t.Fatalf("%s never reached the replica", key)
 }

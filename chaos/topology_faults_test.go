@@ -76,24 +76,19 @@ func waitReplicaInSync(e *env) {
 	for _, s := range e.sentinel.Servers() {
 		clients[s] = s.Client(e.t)
 	}
-	var state string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) { // polling the servers' state
+	redistest.WaitFor(e.t, "a replica in sync with the sentinels' master", 30*time.Second, func() bool {
 		master := e.sentinel.MasterAddr(e.t)
+		_, port, _ := strings.Cut(master, ":")
 		for s, c := range clients {
-			if s.Addr() == master {
-				continue
+			if s.Addr() != master &&
+				redistest.Info(e.t, c, "replication", "role") == "slave" &&
+				redistest.Info(e.t, c, "replication", "master_port") == port &&
+				redistest.Info(e.t, c, "replication", "master_link_status") == "up" {
+				return true
 			}
-			ctx, cancel := ctxTimeout(time.Second)
-			info, _ := c.Info(ctx, "replication").Result()
-			cancel()
-			_, port, _ := strings.Cut(master, ":")
-			if strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+port+"\r\n") && strings.Contains(info, "master_link_status:up") {
-				return
-			}
-			state = fmt.Sprintf("master %s; %s:\n%s", master, s, info)
 		}
-	}
-	e.t.Fatalf("no replica in sync with the master within 30s: %s", state)
+		return false
+	})
 }
 
 // TestFaultsSentinel runs each Sentinel fault kind on a Sentinel setup of
