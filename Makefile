@@ -27,7 +27,6 @@ deps:
 
 vet:
 	$(GO) vet ./...
-	$(GO) vet -tags contention ./internal/contention
 	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 ## build: the command-line tool, into bin/redislock (--version from git describe)
@@ -49,10 +48,12 @@ bench: deps
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 .
 
-## bench-contention: 8 and 64 workers on one hot key, per retry strategy (about a minute), as a Markdown table
+## bench-contention: 8 and 64 workers on one hot key, per retry strategy (about a minute), as a Markdown table; REDISLOCK_CONTENTION=designs for the design prototypes
 .PHONY: bench-contention
 bench-contention: deps
-	REDISLOCK_CONTENTION=$${REDISLOCK_CONTENTION:-1} $(GO) test -tags contention -run '^TestContention' -count=1 -v -timeout 10m ./internal/contention
+	cd bench && mode=$${REDISLOCK_CONTENTION:-strategies} && [ "$$mode" != 1 ] || mode=strategies; \
+	$(GO) run . -contention "$$mode" -contention-duration "$${REDISLOCK_CONTENTION_DURATION:-3s}" \
+		-contention-out "$${REDISLOCK_CONTENTION_OUT:-}" -addr "$${REDISLOCK_CONTENTION_ADDR:-}"
 
 ## chaos: the long fault schedules and the full load test (minutes), then the results table
 chaos: deps

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redislock/redislock/internal/contention"
+	"github.com/redislock/redislock/bench/contention"
 )
 
 // The chart's palette: this library first, then the others in order.

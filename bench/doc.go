@@ -12,7 +12,7 @@
 //  3. Refresh of a held lock;
 //  4. one hot key, 8 and 64 workers, each with its own client and all
 //     sharing one, each holding the lock for 1 ms, every library with its
-//     recommended waiting setting, through internal/contention's runner;
+//     recommended waiting setting, through the runner of bench/contention;
 //  5. 10,000 locks held at once: Redis memory per lock.
 //
 // In workloads 1–3 the libraries take turns, in a new random order each
@@ -28,7 +28,13 @@
 //	go run . -out results
 //
 // It takes about two and a half minutes on two cores; go run . -h lists
-// the durations that can be changed. The tests of this package (part of
+// the durations that can be changed.
+//
+// With -contention it prints one table of this library alone instead (make
+// bench-contention, about a minute): the hot key per retry strategy
+// (-contention strategies), or beside the prototypes of the designs that
+// event-driven waiting was chosen from (-contention designs). These tables
+// only print numbers. The tests of this package (part of
 // make test) only check, in seconds, that every adapter obtains, fails on
 // a held key, refreshes, releases and waits, and that the report and the
 // chart render.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redislock/redislock/internal/contention"
+	"github.com/redislock/redislock/bench/contention"
 )
 
 // hotRun is one hot-key run of one library.
@@ -46,7 +46,7 @@ func (c hotConfig) Short() string {
 
 var hotConfigs = []hotConfig{{8, false}, {8, true}, {64, false}, {64, true}}
 
-// hotSuite runs workload 4 with internal/contention's runner: every
+// hotSuite runs workload 4 with the runner of bench/contention: every
 // worker obtains the key (waiting as its library recommends), holds it
 // for hold, releases it and starts again.
 type hotSuite struct {

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
 	"github.com/redislock/redislock"
-	"github.com/redislock/redislock/internal/contention"
+	"github.com/redislock/redislock/bench/contention"
 )
 
 // ttl is the TTL of every lock the libraries that take one obtain: far
@@ -234,14 +234,7 @@ func (c oursConn) Refresh(ctx context.Context, key string) (func(context.Context
 }
 
 func (c oursConn) Wait(key string, _ *atomic.Int64) contention.ObtainFunc {
-	opt := &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)}
-	return func(ctx context.Context) (func(context.Context) error, error) {
-		lock, err := c.locker.Obtain(ctx, key, hotTTL, opt)
-		if err != nil {
-			return nil, err
-		}
-		return lock.Release, nil
-	}
+	return oursObtain(c.locker, key, &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)})
 }
 
 func (c oursConn) Close() { _ = c.rdb.Close() }

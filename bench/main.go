@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redislock/redislock/internal/contention"
+	"github.com/redislock/redislock/bench/contention"
 	"github.com/redislock/redislock/internal/redistest"
 )
 
@@ -35,6 +35,10 @@ func main() {
 	flag.IntVar(&p.hotRounds, "hot-rounds", 2, "hot-key runs of each library and configuration, pooled")
 	flag.IntVar(&p.locks, "locks", 10000, "locks held at once in the memory workload")
 	flag.StringVar(&p.rev, "rev", "", "revision of this module to print (make bench passes git describe)")
+	flag.StringVar(&p.contention, "contention", "", "instead of the comparison, print one contention table of this library: strategies (its retry strategies) or designs (the prototypes of event-driven waiting); make bench-contention")
+	flag.DurationVar(&p.contentionDuration, "contention-duration", 3*time.Second, "measurement of each row of the contention table (after 500 ms of warm-up)")
+	flag.StringVar(&p.contentionOut, "contention-out", "", "file to write the contention table to, besides stdout")
+	flag.StringVar(&p.addr, "addr", "", "address of a Redis server to use instead of starting one; its INFO commandstats must see no other traffic")
 	flag.Parse()
 	if err := flag.Set("test.benchtime", p.benchtime.String()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -55,6 +59,11 @@ type program struct {
 	hotRounds     int
 	locks         int
 	rev           string
+
+	contention         string
+	contentionDuration time.Duration
+	contentionOut      string
+	addr               string
 }
 
 // Run runs the workloads and writes the report; it returns the exit code.
@@ -70,9 +79,16 @@ func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args
 
 func (p *program) run(ctx context.Context) error {
 	start := time.Now()
-	addr, err := redistest.SharedAddr(redistest.Redis)
-	if err != nil {
-		return err
+	rows := contentionModes[p.contention]
+	if p.contention != "" && rows == nil {
+		return fmt.Errorf("-contention %q: want strategies or designs", p.contention)
+	}
+	addr := p.addr
+	if addr == "" {
+		var err error
+		if addr, err = redistest.SharedAddr(redistest.Redis); err != nil {
+			return err
+		}
 	}
 	admin := redis.NewClient(&redis.Options{Addr: addr})
 	defer admin.Close()
@@ -88,6 +104,9 @@ func (p *program) run(ctx context.Context) error {
 		return err
 	}
 	env.Ping = idle
+	if rows != nil {
+		return p.runContention(ctx, addr, env, rows())
+	}
 
 	logf("workloads 1–3: %v each (%d goroutines: %v in turns of %v)", p.micro, parallelGoroutines, p.microParallel, p.slice)
 	micro, err := (&microSuite{addr: addr, libs: libs, slice: p.slice, total: p.micro, totalParallel: p.microParallel, log: logf}).run(ctx)
@@ -124,6 +143,25 @@ func (p *program) run(ctx context.Context) error {
 	logf("bench: wrote %s and %s in %v", filepath.Join(p.out, "results.md"), filepath.Join(p.out, "chart.svg"), env.Elapsed.Round(time.Second))
 	return nil
 }
+
+// runContention prints the contention table of rows, and writes it to
+// p.contentionOut if set.
+func (p *program) runContention(ctx context.Context, addr string, env environment, rows []contentionRow) error {
+	logf("contention table %q: %d rows × 4 configurations, %v each", p.contention, len(rows), p.contentionDuration)
+	var b strings.Builder
+	t := &contentionTable{addr: addr, server: env.Redis, idle: env.Ping, duration: p.contentionDuration, rows: rows, log: logf}
+	if err := t.run(ctx, &b); err != nil {
+		return err
+	}
+	fmt.Print("\n" + b.String())
+	if p.contentionOut != "" {
+		return writeFile(p.contentionOut, b.String())
+	}
+	return nil
+}
+
+// gomaxprocs returns the Go scheduler's processors, for table headings.
+func gomaxprocs() int { return runtime.GOMAXPROCS(0) }
 
 // writeFile writes through a temporary file, so that an interrupted run
 // leaves the previous results whole.

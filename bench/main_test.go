@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redislock/redislock/internal/contention"
+	"github.com/redislock/redislock/bench/contention"
 	"github.com/redislock/redislock/internal/redistest"
 )
 
@@ -299,5 +299,31 @@ func TestPool(t *testing.T) {
 	}
 	if p.Commands["evalsha"] != 6 || p.Commands["blmove"] != 1 || a.Commands["blmove"] != 0 {
 		t.Errorf("Commands = %v; a's = %v", p.Commands, a.Commands)
+	}
+}
+
+// TestContentionTables runs both contention tables for a few milliseconds
+// per row: every row acquires the lock, and the table has a line per row
+// and configuration.
+func TestContentionTables(t *testing.T) {
+	addr := redistest.SharedServer(t, redistest.Redis).Addr()
+	for mode, rows := range contentionModes {
+		t.Run(mode, func(t *testing.T) {
+			var b strings.Builder
+			tbl := &contentionTable{addr: addr, server: "Redis", duration: 50 * time.Millisecond, warmup: time.Millisecond, rows: rows(), log: t.Logf}
+			if err := tbl.run(context.Background(), &b); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range tbl.rows {
+				if got := strings.Count(b.String(), "| "+r.name+" |"); got != 4 {
+					t.Errorf("%d table lines for %q, want 4 (8 and 64 workers, own and shared clients):\n%s", got, r.name, b.String())
+				}
+				for _, line := range strings.Split(b.String(), "\n") {
+					if strings.HasPrefix(line, "| "+r.name+" |") && strings.Contains(line, "| 0 |") {
+						t.Errorf("%q acquired nothing: %s", r.name, line)
+					}
+				}
+			}
+		})
 	}
 }

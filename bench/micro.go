@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redislock/redislock/internal/contention"
+	"github.com/redislock/redislock/bench/contention"
 )
 
 // settle is the pause between two turns of interleave with several

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redislock/redislock/internal/contention"
+	"github.com/redislock/redislock/bench/contention"
 )
 
 // report is everything one run measured.
@@ -122,7 +122,7 @@ func (r *report) writeSingle(w io.Writer, get func(*microRow) *figure, absent st
 func (r *report) writeHot(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("## 4. One hot key\n\n")
-	p("Workers take turns on one key, each holding it for 1 ms, through internal/contention's runner: %d runs\n", r.HotRounds)
+	p("Workers take turns on one key, each holding it for 1 ms, through the runner of bench/contention: %d runs\n", r.HotRounds)
 	p("of %v (after 500 ms of warm-up) per library and configuration, pooled, the runs of all libraries in turn;\n", r.HotDuration)
 	p("with a client each (as separate processes would) and all sharing one client. Per worker min–max counts\n")
 	p("the acquisitions of one worker in one run.\n")

@@ -1,22 +1,15 @@
-//go:build contention
-
-// Built only with -tags contention (make bench-contention): these are
-// minutes-long measurements, not checks, and stay out of make test.
-
-package contention_test
+package main
 
 import (
 	"context"
 	"errors"
-	"os"
 	"strconv"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
-	"github.com/redislock/redislock/internal/contention"
+	"github.com/redislock/redislock/bench/contention"
 )
 
 // The design candidates for event-driven waiting, as minimal prototypes on
@@ -48,25 +41,15 @@ end
 return 0`)
 )
 
-func TestContentionDesigns(t *testing.T) {
-	if os.Getenv(enableEnv) != "designs" {
-		t.Skipf("a few minutes long: set %s=designs", enableEnv)
-	}
-	runTable(t, []row{
+// designRows are the design candidates beside WaitForRelease as it is.
+func designRows() []contentionRow {
+	return []contentionRow{
 		{name: "pub/sub, wake all", obtain: pubsubObtain},
 		{name: "BLPOP signal, no handover", obtain: signalObtain},
 		{name: "WaitForRelease (queue, handover)", obtain: func(rdb redis.UniversalClient, key string) contention.ObtainFunc {
-			locker := redislock.New(rdb)
-			opt := &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)}
-			return func(ctx context.Context) (func(context.Context) error, error) {
-				lock, err := locker.Obtain(ctx, key, lockTTL, opt)
-				if err != nil {
-					return nil, err
-				}
-				return lock.Release, nil
-			}
+			return oursObtain(redislock.New(rdb), key, &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)})
 		}},
-	})
+	}
 }
 
 var protoToken atomic.Int64
@@ -74,7 +57,7 @@ var protoToken atomic.Int64
 // protoAttempt tries the lock once: "" and the holder's PTTL when held.
 func protoAttempt(ctx context.Context, rdb redis.UniversalClient, key string) (string, time.Duration, error) {
 	token := strconv.FormatInt(protoToken.Add(1), 10) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	ms, err := protoObtain.Run(ctx, rdb, []string{key}, token, lockTTL.Milliseconds()).Int64()
+	ms, err := protoObtain.Run(ctx, rdb, []string{key}, token, hotTTL.Milliseconds()).Int64()
 	if err != nil {
 		return "", 0, err
 	}

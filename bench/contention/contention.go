@@ -4,9 +4,9 @@
 // round, and what it cost Redis.
 //
 // The workload is generic over an obtain function (which returns the
-// matching release), so the same runner compares strategies of this module
-// and, from a benchmark module under bench/, other libraries: internal
-// packages are visible to every package under the module's root path.
+// matching release), so the same runner measures this library's retry
+// strategies (go run . -contention strategies, make bench-contention) and
+// compares it with other libraries (the hot-key workload of make bench).
 //
 //	res, err := contention.Run(ctx, contention.Config{
 //		Name: "LinearBackoff(10ms)", Workers: 64, Hold: time.Millisecond,
