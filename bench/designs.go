@@ -54,17 +54,21 @@ func designRows() []contentionRow {
 
 var protoToken atomic.Int64
 
-// protoAttempt tries the lock once: "" and the holder's PTTL when held.
-func protoAttempt(ctx context.Context, rdb redis.UniversalClient, key string) (string, time.Duration, error) {
+// protoAttempt tries the lock once. When it got it, it returns the
+// function that releases it (running release with releaseKeys and the
+// lock's token); otherwise nil and the holder's PTTL.
+func protoAttempt(ctx context.Context, rdb redis.UniversalClient, key string, release *redis.Script, releaseKeys []string) (func(context.Context) error, time.Duration, error) {
 	token := strconv.FormatInt(protoToken.Add(1), 10) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	ms, err := protoObtain.Run(ctx, rdb, []string{key}, token, hotTTL.Milliseconds()).Int64()
 	if err != nil {
-		return "", 0, err
+		return nil, 0, err
 	}
-	if ms == -2 {
-		return token, 0, nil
+	if ms != -2 {
+		return nil, time.Duration(max(ms, 1)) * time.Millisecond, nil
 	}
-	return "", time.Duration(max(ms, 1)) * time.Millisecond, nil
+	return func(ctx context.Context) error {
+		return release.Run(ctx, rdb, releaseKeys, token).Err()
+	}, 0, nil
 }
 
 // pubsubObtain waits on a subscription to the lock's channel, opened once
@@ -82,14 +86,9 @@ func pubsubObtain(rdb redis.UniversalClient, key string) contention.ObtainFunc {
 		}
 		msgs := sub.Channel()
 		for {
-			token, pttl, err := protoAttempt(ctx, rdb, key)
-			if err != nil {
-				return nil, err
-			}
-			if token != "" {
-				return func(ctx context.Context) error {
-					return protoReleasePublish.Run(ctx, rdb, []string{key, channel}, token).Err()
-				}, nil
+			release, pttl, err := protoAttempt(ctx, rdb, key, protoReleasePublish, []string{key, channel})
+			if err != nil || release != nil {
+				return release, err
 			}
 			t := time.NewTimer(min(pttl, 100*time.Millisecond))
 			select {
@@ -110,14 +109,9 @@ func signalObtain(rdb redis.UniversalClient, key string) contention.ObtainFunc {
 	signal := key + ":signal"
 	return func(ctx context.Context) (func(context.Context) error, error) {
 		for {
-			token, pttl, err := protoAttempt(ctx, rdb, key)
-			if err != nil {
-				return nil, err
-			}
-			if token != "" {
-				return func(ctx context.Context) error {
-					return protoReleaseSignal.Run(ctx, rdb, []string{key, signal}, token).Err()
-				}, nil
+			release, pttl, err := protoAttempt(ctx, rdb, key, protoReleaseSignal, []string{key, signal})
+			if err != nil || release != nil {
+				return release, err
 			}
 			d := min(pttl, 100*time.Millisecond)
 			err = rdb.Do(ctx, "blpop", signal, strconv.FormatFloat(d.Seconds(), 'f', 3, 64)).Err()

@@ -292,32 +292,50 @@ func clientOptions(addr string, ttl time.Duration) *redis.Options {
 // checks each run's history.
 func TestFaults(t *testing.T) {
 	t.Parallel()
-	for _, kind := range standaloneKinds {
+	eachRun(t, standaloneKinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
+		srv := redistest.NewServer(t, redistest.Redis)
+		e := &env{t: t, sc: sc, server: srv, keys: lockKeys(t, sc.keys)}
+		clients := e.newClients(func() redis.UniversalClient {
+			p := newProxy(t, srv.Addr())
+			e.proxies = append(e.proxies, p)
+			return redis.NewClient(clientOptions(p.Addr(), sc.ttl))
+		})
+		runKind(t, e, kind, clients, func() {
+			for _, p := range e.proxies {
+				p.heal()
+			}
+		})
+	})
+}
+
+// eachRun runs each of kinds as a parallel subtest at the current scale:
+// own starts what the kind's runs share (a Sentinel setup, a Cluster, or
+// nothing), then run runs each of the kind's runs (n from 0) as a subtest
+// "runN".
+func eachRun[T any](t *testing.T, kinds []faultKind, own func(t *testing.T) T, run func(t *testing.T, kind faultKind, sc scale, inst T, n int)) {
+	for _, kind := range kinds {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel()
 			sc := currentScale()
-			for run := range sc.runs {
-				t.Run(fmt.Sprint("run", run+1), func(t *testing.T) {
-					srv := redistest.NewServer(t, redistest.Redis)
-					e := &env{t: t, sc: sc, server: srv, keys: lockKeys(t, sc.keys)}
-					var clients []redislock.RedisClient
-					for range sc.workers {
-						p := newProxy(t, srv.Addr())
-						e.proxies = append(e.proxies, p)
-						c := redis.NewClient(clientOptions(p.Addr(), sc.ttl))
-						c.AddHook(&e.netErrs)
-						t.Cleanup(func() { _ = c.Close() })
-						clients = append(clients, c)
-					}
-					runKind(t, e, kind, clients, func() {
-						for _, p := range e.proxies {
-							p.heal()
-						}
-					})
-				})
+			inst := own(t)
+			for n := range sc.runs {
+				t.Run(fmt.Sprint("run", n+1), func(t *testing.T) { run(t, kind, sc, inst, n) })
 			}
 		})
 	}
+}
+
+// newClients returns one client per worker, made by newClient, each
+// counting its network errors in e.netErrs and closed when the test ends.
+func (e *env) newClients(newClient func() redis.UniversalClient) []redislock.RedisClient {
+	clients := make([]redislock.RedisClient, e.sc.workers)
+	for i := range clients {
+		c := newClient()
+		c.AddHook(&e.netErrs)
+		e.t.Cleanup(func() { _ = c.Close() })
+		clients[i] = c
+	}
+	return clients
 }
 
 // runKind runs kind on clients (see runSchedule), checks the history,

@@ -2,7 +2,6 @@ package chaos_test
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -106,15 +105,7 @@ func (w *worker) attempt() {
 	key := w.keys[w.rnd.IntN(len(w.keys))]
 	start := h.Now()
 	lock, err := w.locker.Obtain(context.Background(), key, w.ttl, &redislock.Options{FenceKey: fenceOf(key)})
-	ev := chaos.Event{Op: chaos.OpObtain, Client: w.id, Key: key, Start: start, End: h.Now(), TTL: w.ttl}
-	switch {
-	case err == nil:
-		ev.Result, ev.Acq, ev.Token = chaos.OK, h.NewAcq(), lock.FenceToken()
-	case errors.Is(err, redislock.ErrNotObtained):
-		ev.Result = chaos.No
-	default:
-		ev.Result, ev.Err = chaos.Failed, err.Error()
-	}
+	ev := w.obtainEvent(key, start, h.Now(), lock, err)
 	h.Add(ev)
 	if err != nil {
 		return

@@ -1,7 +1,6 @@
 package chaos_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -95,33 +94,21 @@ func waitReplicaInSync(e *env) {
 // its own.
 func TestFaultsSentinel(t *testing.T) {
 	t.Parallel()
-	for _, kind := range sentinelKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			t.Parallel()
-			sc := currentScale()
-			s := redistest.NewSentinel(t, redistest.Redis)
-			for run := range sc.runs {
-				t.Run(fmt.Sprint("run", run+1), func(t *testing.T) {
-					e := &env{t: t, sc: sc, sentinel: s, keys: lockKeys(t, sc.keys)}
-					if run > 0 {
-						waitReplicaInSync(e)
-					}
-					var clients []redislock.RedisClient
-					for range sc.workers {
-						o := s.Options()
-						o.Protocol, o.DisableIdentity = 2, true
-						o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
-						o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize = true, 1, 4
-						c := redis.NewFailoverClient(o)
-						c.AddHook(&e.netErrs)
-						t.Cleanup(func() { _ = c.Close() })
-						clients = append(clients, c)
-					}
-					runKind(t, e, kind, clients, func() {})
-				})
-			}
+	newSentinel := func(t *testing.T) *redistest.Sentinel { return redistest.NewSentinel(t, redistest.Redis) }
+	eachRun(t, sentinelKinds, newSentinel, func(t *testing.T, kind faultKind, sc scale, s *redistest.Sentinel, n int) {
+		e := &env{t: t, sc: sc, sentinel: s, keys: lockKeys(t, sc.keys)}
+		if n > 0 {
+			waitReplicaInSync(e)
+		}
+		clients := e.newClients(func() redis.UniversalClient {
+			o := s.Options()
+			o.Protocol, o.DisableIdentity = 2, true
+			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
+			o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize = true, 1, 4
+			return redis.NewFailoverClient(o)
 		})
-	}
+		runKind(t, e, kind, clients, func() {})
+	})
 }
 
 // clusterKinds are failovers of the master of the locks' hash slot in a
@@ -176,28 +163,16 @@ func clusterFailovers(e *env, mode string) {
 // TestFaultsCluster runs each Cluster fault kind on a Cluster of its own.
 func TestFaultsCluster(t *testing.T) {
 	t.Parallel()
-	for _, kind := range clusterKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			t.Parallel()
-			sc := currentScale()
-			c := redistest.NewCluster(t, redistest.Redis)
-			for run := range sc.runs {
-				t.Run(fmt.Sprint("run", run+1), func(t *testing.T) {
-					e := &env{t: t, sc: sc, cluster: c, keys: lockKeys(t, sc.keys)}
-					var clients []redislock.RedisClient
-					for range sc.workers {
-						o := c.Options()
-						o.Protocol, o.DisableIdentity = 2, true
-						o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
-						o.ContextTimeoutEnabled, o.PoolSize = true, 4
-						cc := redis.NewClusterClient(o)
-						cc.AddHook(&e.netErrs)
-						t.Cleanup(func() { _ = cc.Close() })
-						clients = append(clients, cc)
-					}
-					runKind(t, e, kind, clients, func() {})
-				})
-			}
+	newCluster := func(t *testing.T) *redistest.Cluster { return redistest.NewCluster(t, redistest.Redis) }
+	eachRun(t, clusterKinds, newCluster, func(t *testing.T, kind faultKind, sc scale, c *redistest.Cluster, _ int) {
+		e := &env{t: t, sc: sc, cluster: c, keys: lockKeys(t, sc.keys)}
+		clients := e.newClients(func() redis.UniversalClient {
+			o := c.Options()
+			o.Protocol, o.DisableIdentity = 2, true
+			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
+			o.ContextTimeoutEnabled, o.PoolSize = true, 4
+			return redis.NewClusterClient(o)
 		})
-	}
+		runKind(t, e, kind, clients, func() {})
+	})
 }

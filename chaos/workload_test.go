@@ -92,28 +92,21 @@ func (w *worker) cycle(stop <-chan struct{}) {
 	lock, err := w.locker.Obtain(ctx, key, w.ttl, &opt)
 	end := h.Now()
 	cancel()
-	ev := chaos.Event{Op: chaos.OpObtain, Client: w.id, Key: key, Start: start, End: end, TTL: w.ttl}
+	ev := w.obtainEvent(key, start, end, lock, err)
 	var ka *redislock.KeepAlive
 	var kaErr error
 	switch {
-	case err == nil:
-		ev.Result, ev.Acq, ev.Token = chaos.OK, h.NewAcq(), lock.FenceToken()
-		switch {
-		case w.believe > 0:
-			ev.TTL = w.believe
-		default:
-			// The holder believes what the keep-alive says: the lease
-			// from the obtain's send, less the margin. It fails only
-			// when that lease ran out before Obtain returned.
-			ka, kaErr = lock.KeepAlive(w.ttl, nil)
-			if kaErr == nil {
-				ev.TTL = h.At(ka.ValidUntil()) - start
-			}
-		}
-	case errors.Is(err, redislock.ErrNotObtained):
-		ev.Result = chaos.No
+	case err != nil:
+	case w.believe > 0:
+		ev.TTL = w.believe
 	default:
-		ev.Result, ev.Err = chaos.Failed, err.Error()
+		// The holder believes what the keep-alive says: the lease from
+		// the obtain's send, less the margin. It fails only when that
+		// lease ran out before Obtain returned.
+		ka, kaErr = lock.KeepAlive(w.ttl, nil)
+		if kaErr == nil {
+			ev.TTL = h.At(ka.ValidUntil()) - start
+		}
 	}
 	h.Add(ev)
 	if err != nil {
@@ -127,6 +120,23 @@ func (w *worker) cycle(stop <-chan struct{}) {
 		w.hold(key, lock, ka, ev.Acq, ev.Token)
 	}
 	w.release(key, lock, ka, ev.Acq)
+}
+
+// obtainEvent returns the event of an Obtain of key that ran from start
+// to end and returned lock, err: a new acquisition with the lock's fence
+// token and a lease of the workload's TTL when it succeeded. It does not
+// record it.
+func (w *worker) obtainEvent(key string, start, end time.Duration, lock *redislock.Lock, err error) chaos.Event {
+	ev := chaos.Event{Op: chaos.OpObtain, Client: w.id, Key: key, Start: start, End: end, TTL: w.ttl}
+	switch {
+	case err == nil:
+		ev.Result, ev.Acq, ev.Token = chaos.OK, w.h.NewAcq(), lock.FenceToken()
+	case errors.Is(err, redislock.ErrNotObtained):
+		ev.Result = chaos.No
+	default:
+		ev.Result, ev.Err = chaos.Failed, err.Error()
+	}
+	return ev
 }
 
 // hold writes to the store while the keep-alive ka says the lock is held,

@@ -33,12 +33,7 @@ type Cluster struct {
 func NewCluster(t testing.TB, f Flavor) *Cluster {
 	t.Helper()
 	c, err := startCluster(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.stop)
-	reportOnFailure(t, c, func() string { return c.report(15) })
-	return c
+	return own(t, c, err, 15)
 }
 
 func startCluster(f Flavor) (*Cluster, error) {
@@ -149,12 +144,9 @@ func probeKey(r [2]int) string {
 func (c *Cluster) checkFormed(ctx context.Context) error {
 	for _, n := range c.nodes {
 		admin := n.adminClient()
-		info, err := admin.ClusterInfo(ctx).Result()
+		info, err := clusterStateOK(ctx, n)
 		if err != nil {
-			return fmt.Errorf("%s: CLUSTER INFO: %w", n, err)
-		}
-		if st, _ := infoField(info, "cluster_state"); st != "ok" {
-			return fmt.Errorf("%s: cluster_state:%s: %w", n, st, errNotYet)
+			return err
 		}
 		if k, _ := infoField(info, "cluster_known_nodes"); k != strconv.Itoa(len(c.nodes)) {
 			return fmt.Errorf("%s: cluster_known_nodes:%s: %w", n, k, errNotYet)
@@ -194,6 +186,19 @@ func (c *Cluster) checkFormed(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// clusterStateOK returns n's CLUSTER INFO, or an error (wrapping errNotYet
+// when it only has to wait) unless n reports cluster_state:ok.
+func clusterStateOK(ctx context.Context, n *Server) (string, error) {
+	info, err := n.adminClient().ClusterInfo(ctx).Result()
+	if err != nil {
+		return "", fmt.Errorf("%s: CLUSTER INFO: %w", n, err)
+	}
+	if st, _ := infoField(info, "cluster_state"); st != "ok" {
+		return "", fmt.Errorf("%s: cluster_state:%s: %w", n, st, errNotYet)
+	}
+	return info, nil
 }
 
 // Nodes returns the six nodes in the order they were started. Which are
@@ -345,14 +350,10 @@ func (c *Cluster) WaitMaster(t testing.TB, node *Server) {
 			if !n.running() {
 				continue
 			}
+			if _, err := clusterStateOK(ctx, n); err != nil {
+				return err
+			}
 			admin := n.adminClient()
-			info, err := admin.ClusterInfo(ctx).Result()
-			if err != nil {
-				return fmt.Errorf("%s: CLUSTER INFO: %w", n, err)
-			}
-			if st, _ := infoField(info, "cluster_state"); st != "ok" {
-				return fmt.Errorf("%s: cluster_state:%s: %w", n, st, errNotYet)
-			}
 			text, err := admin.ClusterNodes(ctx).Result()
 			if err != nil {
 				return fmt.Errorf("%s: CLUSTER NODES: %w", n, err)

@@ -30,3 +30,22 @@ func reportOnFailure(t testing.TB, inst any, describe func() string) {
 		}
 	})
 }
+
+// instance is what a test can own: a server or a set of them.
+type ownable interface {
+	stop()
+	report(lines int) string
+}
+
+// own hands v, just started (or err), to t: it fails the test on err, and
+// otherwise has Cleanup stop v, after logging the last lines of its logs
+// if the test failed.
+func own[T ownable](t testing.TB, v T, err error, lines int) T {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.stop)
+	reportOnFailure(t, v, func() string { return v.report(lines) })
+	return v
+}

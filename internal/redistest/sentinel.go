@@ -46,12 +46,7 @@ type Sentinel struct {
 func NewSentinel(t testing.TB, f Flavor) *Sentinel {
 	t.Helper()
 	s, err := startSentinel(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.stop)
-	reportOnFailure(t, s, func() string { return s.report(15) })
-	return s
+	return own(t, s, err, 15)
 }
 
 func startSentinel(f Flavor) (_ *Sentinel, err error) {

@@ -41,12 +41,7 @@ type Server struct {
 func NewServer(t testing.TB, f Flavor, args ...string) *Server {
 	t.Helper()
 	s, err := startServer(f, args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.stop)
-	reportOnFailure(t, s, func() string { return s.report(40) })
-	return s
+	return own(t, s, err, 40)
 }
 
 // startServer starts a standalone server with extra args appended to the
