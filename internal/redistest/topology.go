@@ -31,6 +31,31 @@ type Topology struct {
 	// client; the instance lives until [Run]. It fails the test if the
 	// instance cannot be started.
 	NewClient func(t testing.TB) redis.UniversalClient
+
+	// options returns the options of a client like NewClient's.
+	options func(t testing.TB) *redis.UniversalOptions
+}
+
+// Options returns new go-redis options for a client of the topology's
+// shared instance, starting the instance on first use as
+// [Topology.NewClient] does. The caller owns them and may change them (a
+// ClientName, timeouts) before calling redis.NewUniversalClient, which
+// then returns the same kind of client as NewClient: a *redis.Client, a
+// *redis.ClusterClient or a failover *redis.Client. A Topology made
+// outside [Topologies] gets the options of the table's topology of the
+// same Name. It fails the test if the instance cannot be started, or if
+// the name is not in the table.
+func (tp Topology) Options(t testing.TB) *redis.UniversalOptions {
+	t.Helper()
+	if tp.options == nil {
+		tp = unknownTopology(tp.Name)
+		for _, known := range allTopologies {
+			if known.Name == tp.Name {
+				tp = known
+			}
+		}
+	}
+	return tp.options(t)
 }
 
 // Version returns the version of the topology's servers (INFO server),
@@ -51,24 +76,49 @@ var allTopologies = []Topology{
 	clusterTopology(Valkey),
 	clusterTopology(Redis8),
 	clusterTopology(Valkey9),
-	{Name: "redis-sentinel", Flavor: Redis, NewClient: func(t testing.TB) redis.UniversalClient {
-		t.Helper()
-		return SharedSentinel(t, Redis).Client(t)
-	}},
+	sentinelTopology(Redis),
 }
 
 func standaloneTopology(f Flavor) Topology {
-	return Topology{Name: string(f), Flavor: f, NewClient: func(t testing.TB) redis.UniversalClient {
-		t.Helper()
-		return SharedServer(t, f).Client(t)
-	}}
+	return Topology{
+		Name: string(f), Flavor: f,
+		NewClient: func(t testing.TB) redis.UniversalClient {
+			t.Helper()
+			return SharedServer(t, f).Client(t)
+		},
+		options: func(t testing.TB) *redis.UniversalOptions {
+			t.Helper()
+			return &redis.UniversalOptions{Addrs: []string{SharedServer(t, f).Addr()}}
+		},
+	}
 }
 
 func clusterTopology(f Flavor) Topology {
-	return Topology{Name: string(f) + "-cluster", Flavor: f, Cluster: true, NewClient: func(t testing.TB) redis.UniversalClient {
-		t.Helper()
-		return SharedCluster(t, f).Client(t)
-	}}
+	return Topology{
+		Name: string(f) + "-cluster", Flavor: f, Cluster: true,
+		NewClient: func(t testing.TB) redis.UniversalClient {
+			t.Helper()
+			return SharedCluster(t, f).Client(t)
+		},
+		options: func(t testing.TB) *redis.UniversalOptions {
+			t.Helper()
+			return &redis.UniversalOptions{Addrs: SharedCluster(t, f).Addrs(), IsClusterMode: true}
+		},
+	}
+}
+
+func sentinelTopology(f Flavor) Topology {
+	return Topology{
+		Name: string(f) + "-sentinel", Flavor: f,
+		NewClient: func(t testing.TB) redis.UniversalClient {
+			t.Helper()
+			return SharedSentinel(t, f).Client(t)
+		},
+		options: func(t testing.TB) *redis.UniversalOptions {
+			t.Helper()
+			return &redis.UniversalOptions{Addrs: SharedSentinel(t, f).SentinelAddrs(), MasterName: MasterName}
+		},
+	}
 }
 
 // Topologies returns the topologies to run behavioural tests on: all of them,
@@ -127,13 +177,17 @@ func knownTopology(name string) bool {
 }
 
 func unknownTopology(name string) Topology {
-	return Topology{Name: name, NewClient: func(t testing.TB) redis.UniversalClient {
+	fail := func(t testing.TB) {
 		t.Helper()
 		known := make([]string, len(allTopologies))
 		for i, tp := range allTopologies {
 			known[i] = tp.Name
 		}
 		t.Fatalf("redistest: unknown topology %q in %s; known: %s", name, TopologiesEnv, strings.Join(known, ","))
-		return nil
-	}}
+	}
+	return Topology{
+		Name:      name,
+		NewClient: func(t testing.TB) redis.UniversalClient { fail(t); return nil },
+		options:   func(t testing.TB) *redis.UniversalOptions { fail(t); return nil },
+	}
 }

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -37,6 +38,21 @@ func TestTopologies(t *testing.T) {
 			if v, err := tp.NewClient(t).Get(ctx, Key(t, "a")).Result(); err != nil || v != "v" {
 				t.Errorf("GET through a second client = %q, %v; want \"v\"", v, err)
 			}
+			// So does one made from Options, of the same kind, with the
+			// caller's changes.
+			o := tp.Options(t)
+			o.ClientName = "redistest-" + sanitize(t.Name())
+			own := redis.NewUniversalClient(o)
+			defer own.Close()
+			if fmt.Sprintf("%T", own) != fmt.Sprintf("%T", client) {
+				t.Errorf("client from Options is %T, NewClient's %T", own, client)
+			}
+			if v, err := own.Get(ctx, Key(t, "a")).Result(); err != nil || v != "v" {
+				t.Errorf("GET through a client from Options = %q, %v; want \"v\"", v, err)
+			}
+			if name, err := own.ClientGetName(ctx).Result(); err != nil || name != o.ClientName {
+				t.Errorf("CLIENT GETNAME through a client from Options = %q, %v; want %q", name, err, o.ClientName)
+			}
 		})
 	}
 }
@@ -69,5 +85,10 @@ func TestSelectTopologies(t *testing.T) {
 	f.run(func() { selectTopologies("nope")[0].NewClient(f) })
 	if !f.failed {
 		t.Errorf("NewClient of an unknown topology did not fail the test")
+	}
+	f = &fakeTB{TB: t}
+	f.run(func() { selectTopologies("nope")[0].Options(f) })
+	if !f.failed {
+		t.Errorf("Options of an unknown topology did not fail the test")
 	}
 }
