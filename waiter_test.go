@@ -42,34 +42,10 @@ func forEachWaitTopology(t *testing.T, fn func(t *testing.T, env *waitEnv)) {
 // instance whose connections carry a name (CLIENT SETNAME). Cleanup closes
 // them.
 func namedClients(t *testing.T, topo redistest.Topology) func(string) redis.UniversalClient {
-	var open func(name string) redis.UniversalClient
-	switch topo.Name {
-	case "redis", "valkey":
-		srv := redistest.SharedServer(t, redistest.Flavor(topo.Name))
-		open = func(name string) redis.UniversalClient {
-			o := srv.Options()
-			o.ClientName = name
-			return redis.NewClient(o)
-		}
-	case "redis-cluster", "valkey-cluster":
-		c := redistest.SharedCluster(t, redistest.Flavor(strings.TrimSuffix(topo.Name, "-cluster")))
-		open = func(name string) redis.UniversalClient {
-			o := c.Options()
-			o.ClientName = name
-			return redis.NewClusterClient(o)
-		}
-	case "redis-sentinel":
-		s := redistest.SharedSentinel(t, redistest.Redis)
-		open = func(name string) redis.UniversalClient {
-			o := s.Options()
-			o.ClientName = name
-			return redis.NewFailoverClient(o)
-		}
-	default:
-		return func(string) redis.UniversalClient { return topo.NewClient(t) }
-	}
 	return func(name string) redis.UniversalClient {
-		c := open(name)
+		o := topo.Options(t)
+		o.ClientName = name
+		c := redis.NewUniversalClient(o)
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
