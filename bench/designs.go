@@ -82,7 +82,7 @@ func pubsubObtain(rdb redis.UniversalClient, key string) contention.ObtainFunc {
 			if _, err := sub.Receive(ctx); err != nil {
 				return nil, err
 			}
-			go func() { <-ctx.Done(); sub.Close() }()
+			go func() { <-ctx.Done(); _ = sub.Close() }()
 		}
 		msgs := sub.Channel()
 		for {

@@ -91,7 +91,7 @@ func (p *program) run(ctx context.Context) error {
 		}
 	}
 	admin := redis.NewClient(&redis.Options{Addr: addr})
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	env, err := p.environment(ctx, admin)
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func (p *program) run(ctx context.Context) error {
 	rep.writeMarkdown(&md)
 	var svg strings.Builder
 	writeChart(&svg, rep)
-	if err := os.MkdirAll(p.out, 0o755); err != nil {
+	if err := os.MkdirAll(p.out, 0o755); err != nil { //nolint:gosec // results to commit and read
 		return err
 	}
 	if err := writeFile(filepath.Join(p.out, "results.md"), md.String()); err != nil {
@@ -167,7 +167,7 @@ func gomaxprocs() int { return runtime.GOMAXPROCS(0) }
 // leaves the previous results whole.
 func writeFile(path, text string) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil { //nolint:gosec // results to commit and read
 		return err
 	}
 	return os.Rename(tmp, path)
@@ -222,7 +222,7 @@ func cpuModel() string {
 	if err != nil {
 		return "unknown CPU"
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {

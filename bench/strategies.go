@@ -80,7 +80,7 @@ type contentionTable struct {
 
 func (c *contentionTable) run(ctx context.Context, w io.Writer) error {
 	stats := redis.NewClient(&redis.Options{Addr: c.addr})
-	defer stats.Close()
+	defer func() { _ = stats.Close() }()
 	var results []*contention.Result
 	for _, workers := range []int{8, 64} {
 		for _, shared := range []bool{false, true} {
@@ -125,7 +125,7 @@ func (c *contentionTable) runOne(ctx context.Context, stats *redis.Client, r con
 	if shared {
 		layout = "shared"
 		one = newClient()
-		defer one.Close()
+		defer func() { _ = one.Close() }()
 	}
 	return contention.Run(ctx, contention.Config{
 		Name:     r.name,

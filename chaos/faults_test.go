@@ -357,7 +357,7 @@ func runKind(t *testing.T, e *env, kind faultKind, clients []redislock.RedisClie
 func runSchedule(t *testing.T, e *env, kind faultKind, clients []redislock.RedisClient, heal func()) chaos.Report {
 	t.Helper()
 	e.h = chaos.NewHistory()
-	e.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	e.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)) //nolint:gosec // the schedule's choices, no secret
 	w := &workload{
 		h:       e.h,
 		store:   chaos.NewStore(e.h),

@@ -42,6 +42,7 @@ func TestLoad(t *testing.T) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for g := range goroutines {
+		//nolint:gosec // the workload's choice of keys, no secret
 		wk := &worker{workload: w, id: g + 1, locker: locker, rnd: rand.New(rand.NewPCG(uint64(g), uint64(start.UnixNano())))}
 		wg.Go(func() {
 			for range ops {

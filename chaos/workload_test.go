@@ -49,6 +49,7 @@ func fenceOf(key string) string { return key + ":fence" }
 func (w *workload) run(clients []redislock.RedisClient, stop <-chan struct{}) {
 	var wg sync.WaitGroup
 	for i, c := range clients {
+		//nolint:gosec // the workload's choices, no secret
 		wk := &worker{workload: w, id: i + 1, locker: redislock.New(c), rnd: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))}
 		wg.Go(func() {
 			for {

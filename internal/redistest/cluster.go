@@ -99,7 +99,7 @@ func (c *Cluster) waitReady() error {
 		return err
 	}
 	cc := redis.NewClusterClient(c.Options())
-	defer cc.Close()
+	defer func() { _ = cc.Close() }()
 	return waitFor("cluster client SET/GET on every master", readyTimeout, pollInterval, func(ctx context.Context) error {
 		view, err := c.view(ctx)
 		if err != nil {

@@ -57,7 +57,7 @@ func TestInfo(t *testing.T) {
 
 	ft := &fakeTB{TB: t}
 	dead := redis.NewClient(adminOptions(DeadAddr(t)))
-	defer dead.Close()
+	defer func() { _ = dead.Close() }()
 	ft.run(func() { Info(ft, dead, "server", "redis_version") })
 	if !ft.failed {
 		t.Errorf("Info on a dead address did not fail the test")

@@ -32,7 +32,7 @@ var live struct {
 // and, on Linux, is sent SIGKILL by the kernel when the test binary exits
 // (see sysProcAttr and spawn).
 func startProcess(path string, args []string, dir string, out *os.File) (*process, error) {
-	cmd := exec.Command(path, args...)
+	cmd := exec.Command(path, args...) //nolint:gosec // a server binary the harness located (Flavor.find)
 	cmd.Dir = dir
 	cmd.Stdout = out
 	cmd.Stderr = out
@@ -96,7 +96,7 @@ func killAll() {
 func runTool(ctx context.Context, tool command, args ...string) ([]byte, error) {
 	var out bytes.Buffer
 	path, args := tool.with(args...)
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := exec.CommandContext(ctx, path, args...) //nolint:gosec // a tool the harness located (Flavor.find)
 	cmd.Stdout = &out
 	cmd.Stderr = &out
 	cmd.SysProcAttr = sysProcAttr()

@@ -183,7 +183,7 @@ func TestLaunchRetriesTakenPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.Close()
+	defer func() { _ = held.Close() }()
 	heldPort := held.Addr().(*net.TCPAddr).Port
 	calls := 0
 	s, err := launch(serverSpec{

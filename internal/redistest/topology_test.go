@@ -43,7 +43,7 @@ func TestTopologies(t *testing.T) {
 			o := tp.Options(t)
 			o.ClientName = "redistest-" + sanitize(t.Name())
 			own := redis.NewUniversalClient(o)
-			defer own.Close()
+			defer func() { _ = own.Close() }()
 			if fmt.Sprintf("%T", own) != fmt.Sprintf("%T", client) {
 				t.Errorf("client from Options is %T, NewClient's %T", own, client)
 			}

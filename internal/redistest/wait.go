@@ -77,7 +77,7 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	_ = conn.SetDeadline(time.Now().Add(time.Second))
 	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
 		return err
