@@ -18,7 +18,9 @@
 //
 // [WaitFor] polls a condition on a server until it holds; [Info] reads one
 // INFO field; [DeadAddr] is an address that refuses connections;
-// [WaitSynced] and [CutReplication] control replication.
+// [WaitSynced] and [CutReplication] control replication; [Topology.Options]
+// makes clients with options of the test's own (a ClientName) on any
+// topology.
 //
 // # Shared and own instances
 //
@@ -35,7 +37,8 @@
 // (-count=N) never collide.
 //
 // Tests that kill servers or force failovers start their own instance with
-// [NewServer], [NewCluster] or [NewSentinel], which stop it in t.Cleanup.
+// [NewServer], [NewReplicated], [NewCluster] or [NewSentinel], which stop it
+// in t.Cleanup.
 // [NewTLSServer] starts a server that also listens with TLS, with a CA and
 // certificates made for the test.
 //
