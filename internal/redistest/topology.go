@@ -80,44 +80,35 @@ var allTopologies = []Topology{
 }
 
 func standaloneTopology(f Flavor) Topology {
-	return Topology{
-		Name: string(f), Flavor: f,
-		NewClient: func(t testing.TB) redis.UniversalClient {
-			t.Helper()
-			return SharedServer(t, f).Client(t)
-		},
-		options: func(t testing.TB) *redis.UniversalOptions {
-			t.Helper()
-			return &redis.UniversalOptions{Addrs: []string{SharedServer(t, f).Addr()}}
-		},
-	}
+	return newTopology(string(f), f, false, func(t testing.TB) *redis.UniversalOptions {
+		return &redis.UniversalOptions{Addrs: []string{SharedServer(t, f).Addr()}}
+	})
 }
 
 func clusterTopology(f Flavor) Topology {
-	return Topology{
-		Name: string(f) + "-cluster", Flavor: f, Cluster: true,
-		NewClient: func(t testing.TB) redis.UniversalClient {
-			t.Helper()
-			return SharedCluster(t, f).Client(t)
-		},
-		options: func(t testing.TB) *redis.UniversalOptions {
-			t.Helper()
-			return &redis.UniversalOptions{Addrs: SharedCluster(t, f).Addrs(), IsClusterMode: true}
-		},
-	}
+	return newTopology(string(f)+"-cluster", f, true, func(t testing.TB) *redis.UniversalOptions {
+		return &redis.UniversalOptions{Addrs: SharedCluster(t, f).Addrs(), IsClusterMode: true}
+	})
 }
 
 func sentinelTopology(f Flavor) Topology {
+	return newTopology(string(f)+"-sentinel", f, false, func(t testing.TB) *redis.UniversalOptions {
+		return &redis.UniversalOptions{Addrs: SharedSentinel(t, f).SentinelAddrs(), MasterName: MasterName}
+	})
+}
+
+// newTopology returns a topology whose clients are made from options,
+// which starts the shared instance (failing the test if it cannot).
+func newTopology(name string, f Flavor, cluster bool, options func(t testing.TB) *redis.UniversalOptions) Topology {
 	return Topology{
-		Name: string(f) + "-sentinel", Flavor: f,
+		Name: name, Flavor: f, Cluster: cluster,
 		NewClient: func(t testing.TB) redis.UniversalClient {
 			t.Helper()
-			return SharedSentinel(t, f).Client(t)
+			c := redis.NewUniversalClient(options(t))
+			t.Cleanup(func() { _ = c.Close() })
+			return c
 		},
-		options: func(t testing.TB) *redis.UniversalOptions {
-			t.Helper()
-			return &redis.UniversalOptions{Addrs: SharedSentinel(t, f).SentinelAddrs(), MasterName: MasterName}
-		},
+		options: options,
 	}
 }
 
