@@ -17,7 +17,9 @@
 // # Helpers for tests on real servers
 //
 // [WaitFor] polls a condition on a server until it holds; [Info] reads one
-// INFO field; [DeadAddr] is an address that refuses connections;
+// INFO field; [DeadAddr] is an address that refuses connections,
+// [SilentAddr] one that accepts and never answers ([ServeTCP] for other
+// stand-ins);
 // [WaitSynced] and [CutReplication] control replication; [Topology.Options]
 // makes clients with options of the test's own (a ClientName) on any
 // topology.

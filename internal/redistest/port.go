@@ -76,3 +76,47 @@ func DeadAddr(t testing.TB) string {
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
+
+// ServeTCP listens on a free port of 127.0.0.1 and returns its address;
+// each connection it accepts is passed to handle, one at a time, on the
+// listener's goroutine (handle must not block for long). It stands in for
+// what is not a Redis server: one that hangs ([SilentAddr]), or that
+// answers something else. Cleanup closes the listener, waits for its
+// goroutine and closes every accepted connection. It fails the test if it
+// cannot listen.
+func ServeTCP(t testing.TB, handle func(c net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn // touched by the goroutine until done is closed
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+			handle(c)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		<-done
+		for _, c := range conns {
+			_ = c.Close() // a second Close of a connection handle closed is harmless
+		}
+	})
+	return l.Addr().String()
+}
+
+// SilentAddr returns an address of 127.0.0.1 that accepts connections and
+// never answers, like a server that hangs: a dial succeeds, every command
+// waits for its timeout. See [ServeTCP].
+func SilentAddr(t testing.TB) string {
+	t.Helper()
+	return ServeTCP(t, func(net.Conn) {})
+}

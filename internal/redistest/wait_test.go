@@ -1,7 +1,10 @@
 package redistest
 
 import (
+	"errors"
+	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,5 +42,38 @@ func TestDeadAddr(t *testing.T) {
 	}
 	if again := DeadAddr(t); again == addr {
 		t.Errorf("DeadAddr returned %s twice", addr)
+	}
+}
+
+func TestSilentAddr(t *testing.T) {
+	t.Parallel()
+	c, err := net.Dial("tcp", SilentAddr(t))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer func() { _ = c.Close() }()
+	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("read = %d, %v; want a timeout (no answer)", n, err)
+	}
+}
+
+func TestServeTCP(t *testing.T) {
+	t.Parallel()
+	addr := ServeTCP(t, func(c net.Conn) {
+		_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
+		_ = c.Close()
+	})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer func() { _ = c.Close() }()
+	b, err := io.ReadAll(c)
+	if err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 400") {
+		t.Errorf("read %q, %v; want the handler's answer, then EOF", b, err)
 	}
 }
