@@ -79,8 +79,10 @@ func restoreAuth(t testing.TB, replica *Server) {
 }
 
 // WaitSynced blocks until replica has applied everything master had
-// written when WaitSynced was called (replica's slave_repl_offset reaches
-// master's master_repl_offset), for at most 30 s. After it returns, a
+// written when WaitSynced was called (replica's link to master is up and
+// its slave_repl_offset reaches master's master_repl_offset), for at most
+// 30 s. A master just demoted to a replica has then had its full resync:
+// what it alone had is gone. After it returns, a
 // failover that promotes replica keeps those writes. It fails the test if
 // replica does not catch up.
 func WaitSynced(t testing.TB, master, replica *Server) {
@@ -105,6 +107,12 @@ func WaitSynced(t testing.TB, master, replica *Server) {
 		port, _ := infoField(info, "master_port")
 		if host+":"+port != master.Addr() {
 			return fmt.Errorf("%s replicates %s:%s, not %s", replica, host, port, master)
+		}
+		// Until its link is up, a replica reports the offset it would
+		// resume from: a demoted master's own, which can be past its new
+		// master's although its data set is still its own.
+		if st, _ := infoField(info, "master_link_status"); st != "up" {
+			return fmt.Errorf("%s: master_link_status:%s: %w", replica, st, errNotYet)
 		}
 		v, _ := infoField(info, "slave_repl_offset")
 		got, err := strconv.ParseInt(v, 10, 64)

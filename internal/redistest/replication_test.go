@@ -85,3 +85,32 @@ func TestNewReplicated(t *testing.T) {
 		t.Errorf("GET on the replica = %q, %v; want \"v\"", got, err)
 	}
 }
+
+// A master demoted to a replica of its former replica (as after a
+// failover) still reports its own, higher offset until its full resync:
+// WaitSynced must wait for the resync, which wipes what only the old master
+// had. The new master delays the sync by a second, so returning early
+// would show.
+func TestWaitSyncedAfterDemotion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	oldMaster, newMaster := NewReplicated(t, Redis)
+	o, n := oldMaster.Client(t), newMaster.Client(t)
+	if err := n.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.ConfigSet(ctx, "repl-diskless-sync-delay", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	stray := Key(t, "stray")
+	if err := o.Set(ctx, stray, "only on the old master", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(newMaster.Port())).Err(); err != nil {
+		t.Fatal(err)
+	}
+	WaitSynced(t, newMaster, oldMaster)
+	if got := o.Exists(ctx, stray).Val(); got != 0 {
+		t.Errorf("after WaitSynced, %s is still on the demoted master (EXISTS %d): it returned before the resync", stray, got)
+	}
+}
