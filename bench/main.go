@@ -150,7 +150,7 @@ func (p *program) runContention(ctx context.Context, addr string, env environmen
 	logf("contention table %q: %d rows × 4 configurations, %v each", p.contention, len(rows), p.contentionDuration)
 	var b strings.Builder
 	t := &contentionTable{addr: addr, server: env.Redis, idle: env.Ping, duration: p.contentionDuration, rows: rows, log: logf}
-	if err := t.run(ctx, &b); err != nil {
+	if _, err := t.run(ctx, &b); err != nil {
 		return err
 	}
 	fmt.Print("\n" + b.String())

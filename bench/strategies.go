@@ -66,8 +66,8 @@ func oursObtain(locker *redislock.Client, key string, opt *redislock.Options) co
 
 // contentionTable runs every row with 8 and 64 workers, each worker with
 // its own client and then all sharing one, on the server at addr (whose
-// INFO commandstats must see no other traffic), and writes the Markdown
-// table to w.
+// INFO commandstats must see no other traffic); run writes the Markdown
+// table to w and returns the results in its order.
 type contentionTable struct {
 	addr     string
 	server   string        // the server's name and version, for the heading
@@ -78,7 +78,7 @@ type contentionTable struct {
 	log      func(format string, args ...any)
 }
 
-func (c *contentionTable) run(ctx context.Context, w io.Writer) error {
+func (c *contentionTable) run(ctx context.Context, w io.Writer) ([]*contention.Result, error) {
 	stats := redis.NewClient(&redis.Options{Addr: c.addr})
 	defer func() { _ = stats.Close() }()
 	var results []*contention.Result
@@ -87,7 +87,7 @@ func (c *contentionTable) run(ctx context.Context, w io.Writer) error {
 			for _, r := range c.rows {
 				res, err := c.runOne(ctx, stats, r, workers, shared)
 				if err != nil {
-					return fmt.Errorf("%s, %d workers, shared %v: %w", r.name, workers, shared, err)
+					return nil, fmt.Errorf("%s, %d workers, shared %v: %w", r.name, workers, shared, err)
 				}
 				if res.Errors > 0 {
 					c.log("  %s, %d workers, %s client: %d failed obtain calls", r.name, workers, res.Layout, res.Errors)
@@ -102,14 +102,14 @@ func (c *contentionTable) run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(&b, "Contention on one key, hold %v, %v per row (%s, GOMAXPROCS=%d). PING round trip on an idle connection, same run: p50 %v.\n\n",
 		time.Millisecond, c.duration, c.server, gomaxprocs(), contention.Round(c.idle))
 	if err := contention.WriteTable(&b, results); err != nil {
-		return err
+		return nil, err
 	}
 	b.WriteString("\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "- %s, %d workers, %s client: commands %s\n", r.Name, r.Workers, r.Layout, breakdown(r))
 	}
 	_, err := io.WriteString(w, b.String())
-	return err
+	return results, err
 }
 
 func (c *contentionTable) runOne(ctx context.Context, stats *redis.Client, r contentionRow, workers int, shared bool) (*contention.Result, error) {
