@@ -96,7 +96,7 @@ func TestWaitSyncedAfterDemotion(t *testing.T) {
 	ctx := context.Background()
 	oldMaster, newMaster := NewReplicated(t, Redis)
 	o, n := oldMaster.Client(t), newMaster.Client(t)
-	if err := n.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+	if err := n.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.ConfigSet(ctx, "repl-diskless-sync-delay", "1").Err(); err != nil {
