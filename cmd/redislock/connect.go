@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,12 +45,30 @@ const connHelp = `Connection:
       rediss-sentinel://... (TLS)
       host:port             (short for redis://host:port)
   --cluster              --redis lists Cluster seed nodes: redis://host:port,host:port
-                         (or host:port,host:port, or redis://host:port?addr=host:port)
+                         (or host:port,host:port, or redis://host:port?addr=host:port);
+                         a plain redis:// URL that reaches a Cluster node is used as a
+                         seed of the whole Cluster without it
   --sentinel-master NAME --redis lists sentinels (redis://host:port,host:port);
                          NAME is the master they monitor
-  Query options are go-redis's (dial_timeout=3s, read_timeout=2s, password=...).
-  In the Sentinel forms user:password@ authenticates to the sentinels, as in
-  go-redis's ParseFailoverURL; give the master's password as ?password=....`
+  Query options are go-redis's (dial_timeout=3s, read_timeout=2s, skip_verify=true,
+  ...). A password in the URL may hold any character but ? (percent-escapes, %3F,
+  are decoded). In the Sentinel forms user:password@ authenticates to the
+  sentinels; the master's password is ?password=... (Sentinel forms only) or
+  one of the following.
+
+Password, without putting it on the command line (when the URL has none):
+  --password-file FILE   its first line; else $REDIS_PASSWORD; else $REDISCLI_AUTH
+                         (as redis-cli reads it)
+
+TLS (with a rediss:// or rediss-sentinel:// URL):
+  --tls-ca FILE          trust the CA certificates (PEM) of FILE instead of the system's;
+                         $SSL_CERT_FILE (and $SSL_CERT_DIR) replace the system's too
+  --tls-cert FILE, --tls-key FILE
+                         client certificate and its key (PEM), which Redis asks for
+                         unless tls-auth-clients is no
+  --tls-insecure         do not verify the server's certificate (tests only)
+
+No message shows the URL's user name or password.`
 
 // connFlags are the connection flags that every subcommand talking to
 // Redis takes.
@@ -55,6 +76,11 @@ type connFlags struct {
 	url            string
 	cluster        bool
 	sentinelMaster string
+	passwordFile   string
+	tlsCA          string
+	tlsCert        string
+	tlsKey         string
+	tlsInsecure    bool
 }
 
 // addConnFlags defines the connection flags on fs.
@@ -63,6 +89,11 @@ func addConnFlags(fs *flag.FlagSet) *connFlags {
 	fs.StringVar(&c.url, "redis", "", "Redis `URL`; default $REDIS_URL, else "+defaultURL+" (see Connection below)")
 	fs.BoolVar(&c.cluster, "cluster", false, "connect to a Redis Cluster; --redis lists seed nodes")
 	fs.StringVar(&c.sentinelMaster, "sentinel-master", "", "connect through Sentinel to the master `NAME`; --redis lists sentinels")
+	fs.StringVar(&c.passwordFile, "password-file", "", "read the password from the first line of `FILE`")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "trust the CA certificates of `FILE` (PEM)")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "client certificate `FILE` (PEM), with --tls-key")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "private key `FILE` (PEM) of --tls-cert")
+	fs.BoolVar(&c.tlsInsecure, "tls-insecure", false, "do not verify the server's certificate")
 	return c
 }
 
@@ -80,25 +111,198 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-// endpoint resolves the flags, with $REDIS_URL and the default, into an
-// endpoint. Errors name the flag or variable the URL came from.
-func (c *connFlags) endpoint() (*endpoint, error) {
-	raw, source := c.url, "--redis"
+// rawURL returns the URL the flags name, and where it came from.
+func (c *connFlags) rawURL() (raw, source string) {
+	raw, source = c.url, "--redis"
 	if raw == "" {
 		raw, source = os.Getenv("REDIS_URL"), "REDIS_URL"
 	}
 	if raw == "" {
 		raw, source = defaultURL, "the default URL"
 	}
-	e, err := parseEndpoint(raw, c.cluster, c.sentinelMaster)
+	return raw, source
+}
+
+// endpoint resolves the flags, with $REDIS_URL and the default, into an
+// endpoint: a standalone server, or a Cluster when cluster (or --cluster).
+// Errors name the flag or variable the URL came from, and never show its
+// user information.
+func (c *connFlags) endpoint(cluster bool) (*endpoint, error) {
+	raw, source := c.rawURL()
+	e, err := parseEndpoint(raw, cluster || c.cluster, c.sentinelMaster)
 	if err != nil {
 		var ue *usageError
 		if errors.As(err, &ue) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%s: %w", source, err)
+		return nil, fmt.Errorf("%s: %w", source, redactedError(raw, cluster || c.cluster, c.sentinelMaster))
+	}
+	if err := c.applyPassword(e); err != nil {
+		return nil, err
+	}
+	if err := c.applyTLS(e); err != nil {
+		return nil, err
 	}
 	return e, nil
+}
+
+// redactedError returns the error of parsing raw (which failed) that would
+// show no user information: the error of the same URL with its user
+// information replaced, so that no part of a password can appear in it.
+func redactedError(raw string, cluster bool, sentinelMaster string) error {
+	if _, err := parseEndpoint(redactURL(raw), cluster, sentinelMaster); err != nil {
+		return err
+	}
+	return errors.New("the user name or password of the URL does not parse (not shown)")
+}
+
+// splitUserinfo splits a URL into what comes before its user information
+// ("redis://"), the user information without its "@" ("" if none) and the
+// rest ("host:port/0"). The user information ends at the last "@" before
+// the query, so that a password may hold "/", "#", ":" and "@".
+func splitUserinfo(raw string) (scheme, userinfo, rest string) {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return "", "", raw
+	}
+	scheme, rest = raw[:i+3], raw[i+3:]
+	head, _, _ := strings.Cut(rest, "?")
+	at := strings.LastIndexByte(head, '@')
+	if at < 0 {
+		return scheme, "", rest
+	}
+	return scheme, rest[:at], rest[at+1:]
+}
+
+// redactURL returns raw with its user information, if any, replaced by
+// "xxxxx": the form of a URL that messages may show.
+func redactURL(raw string) string {
+	scheme, userinfo, rest := splitUserinfo(raw)
+	if userinfo == "" {
+		return raw
+	}
+	return scheme + "xxxxx@" + rest
+}
+
+// escapeUserinfo returns raw with its user information percent-encoded as
+// url.Parse wants it: a password with "/" or "#" would otherwise cut the
+// URL short. Percent-escapes already there are decoded first.
+func escapeUserinfo(raw string) string {
+	scheme, userinfo, rest := splitUserinfo(raw)
+	if userinfo == "" {
+		return raw
+	}
+	unescape := func(s string) string {
+		if u, err := url.PathUnescape(s); err == nil {
+			return u
+		}
+		return s // a literal "%"
+	}
+	var u *url.Userinfo
+	if name, pass, ok := strings.Cut(userinfo, ":"); ok {
+		u = url.UserPassword(unescape(name), unescape(pass))
+	} else {
+		u = url.User(unescape(userinfo))
+	}
+	return scheme + u.String() + "@" + rest
+}
+
+// password returns the password of --password-file, $REDIS_PASSWORD or
+// $REDISCLI_AUTH, the first that is set, and where it came from.
+func (c *connFlags) password() (pw, source string, err error) {
+	if c.passwordFile != "" {
+		b, err := os.ReadFile(c.passwordFile)
+		if err != nil {
+			return "", "", fmt.Errorf("--password-file: %w", err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		line = strings.TrimSuffix(line, "\r")
+		if line == "" {
+			return "", "", fmt.Errorf("--password-file %s: the first line is empty", c.passwordFile)
+		}
+		return line, "--password-file", nil
+	}
+	for _, name := range []string{"REDIS_PASSWORD", "REDISCLI_AUTH"} {
+		if pw := os.Getenv(name); pw != "" {
+			return pw, name, nil
+		}
+	}
+	return "", "", nil
+}
+
+// applyPassword sets the password of the data nodes from [connFlags.password]
+// when the URL gives none. A URL with a password and --password-file is a
+// usage error; a URL's password beats the environment's.
+func (c *connFlags) applyPassword(e *endpoint) error {
+	var target *string
+	switch {
+	case e.single != nil:
+		target = &e.single.Password
+	case e.failover != nil:
+		target = &e.failover.Password
+	default:
+		target = &e.cluster.Password
+	}
+	if *target != "" {
+		if c.passwordFile != "" {
+			return &usageError{"--password-file and a password in the URL: give one"}
+		}
+		return nil
+	}
+	pw, _, err := c.password()
+	if err != nil {
+		return err
+	}
+	*target = pw
+	return nil
+}
+
+// applyTLS applies the --tls-* flags to the endpoint's TLS configuration,
+// which the URL's scheme (rediss) must have asked for.
+func (c *connFlags) applyTLS(e *endpoint) error {
+	if c.tlsCA == "" && c.tlsCert == "" && c.tlsKey == "" && !c.tlsInsecure {
+		return nil
+	}
+	var cfg **tls.Config
+	switch {
+	case e.single != nil:
+		cfg = &e.single.TLSConfig
+	case e.failover != nil:
+		cfg = &e.failover.TLSConfig
+	default:
+		cfg = &e.cluster.TLSConfig
+	}
+	if *cfg == nil {
+		return &usageError{"the --tls-* flags need a rediss:// (or rediss-sentinel://) URL"}
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return &usageError{"--tls-cert and --tls-key go together"}
+	}
+	conf := (*cfg).Clone()
+	conf.MinVersion = tls.VersionTLS12
+	if c.tlsCA != "" {
+		pem, err := os.ReadFile(c.tlsCA)
+		if err != nil {
+			return fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--tls-ca %s: no PEM certificate in it", c.tlsCA)
+		}
+		conf.RootCAs = pool
+	}
+	if c.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	if c.tlsInsecure {
+		conf.InsecureSkipVerify = true //nolint:gosec // --tls-insecure asks for it, and its help says what it costs
+	}
+	*cfg = conf
+	return nil
 }
 
 // parseEndpoint parses a connection URL (see connHelp) for a standalone
@@ -111,6 +315,7 @@ func parseEndpoint(raw string, cluster bool, sentinelMaster string) (*endpoint, 
 	if !strings.Contains(raw, "://") {
 		raw = "redis://" + raw
 	}
+	raw = escapeUserinfo(raw)
 	scheme, rest, _ := strings.Cut(raw, "://")
 	sentinel := sentinelMaster != ""
 	sentinelURL := false
@@ -225,6 +430,12 @@ func splitHosts(list, defaultPort string) ([]string, error) {
 		if port == "" {
 			port = defaultPort
 		}
+		if i := strings.LastIndexByte(h, ':'); !strings.HasPrefix(h, "[") && strings.Contains(host, ":") && i >= 0 {
+			port = h[i+1:] // url.URL takes a port that is no number for part of the host
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("bad port %q in %q", port, list)
+		}
 		hosts = append(hosts, net.JoinHostPort(host, port))
 	}
 	return hosts, nil
@@ -285,30 +496,139 @@ func orDefault[T comparable](v, def T) T {
 // by name. On error it has printed a one-line message, prefixed with
 // prog, and returns the exit code.
 func (c *connFlags) connect(ctx context.Context, prog string, stderr io.Writer) (redis.UniversalClient, int, bool) {
-	e, err := c.endpoint()
+	return c.dial(ctx, prog, stderr, time.Time{}, nil)
+}
+
+// dial is connect that retries a failure that may pass (a refused
+// connection, a server still loading) until the time until, pausing
+// between attempts, and tells note of each retry (nil: nobody). A server
+// that turns out to be a Cluster node, reached without --cluster, is used
+// as a seed of the whole Cluster.
+func (c *connFlags) dial(ctx context.Context, prog string, stderr io.Writer, until time.Time, note func(format string, args ...any)) (redis.UniversalClient, int, bool) {
+	fail := func(code int, format string, args ...any) (redis.UniversalClient, int, bool) {
+		fmt.Fprintf(stderr, "%s: %s\n", prog, fmt.Sprintf(format, args...))
+		return nil, code, false
+	}
+	e, err := c.endpoint(false)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		var ue *usageError
 		if errors.As(err, &ue) {
-			return nil, exitUsage, false
+			return fail(exitUsage, "%v", err)
 		}
-		return nil, exitFailure, false
+		return fail(exitFailure, "%v", err)
 	}
+	pause := 50 * time.Millisecond
+	for {
+		rdb, cluster, timeout, err := e.ping(ctx)
+		if err == nil && cluster {
+			// A Cluster node answers for its own slots only: talk to the
+			// Cluster through it.
+			_ = rdb.Close()
+			if e.single.DB != 0 {
+				return fail(exitFailure, "%s is a Cluster node, and a Cluster has database 0 only: drop /%d from the URL", e, e.single.DB)
+			}
+			ce, cerr := c.endpoint(true)
+			if cerr != nil {
+				return fail(exitFailure, "%v", cerr)
+			}
+			if note != nil {
+				note("%s is a Cluster node: using it as a seed of the Cluster (as --cluster would)", e)
+			}
+			e = ce
+			continue
+		}
+		if err == nil {
+			return rdb, exitOK, true
+		}
+		if ctx.Err() == nil && retryable(err) && time.Now().Add(pause).Before(until) {
+			if note != nil {
+				note("cannot reach %s (%v); trying again for %v", e, err, time.Until(until).Round(time.Millisecond))
+			}
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			pause = min(2*pause, time.Second)
+			continue
+		}
+		within := ""
+		if !until.IsZero() {
+			within = " within --wait"
+		}
+		var ne net.Error
+		switch {
+		case isAuthError(err):
+			return fail(exitFailure, "authentication failed at %s: %v (give the password in the URL, with --password-file, or in $REDIS_PASSWORD or $REDISCLI_AUTH)", e, err)
+		case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+			return fail(exitFailure, "cannot reach %s%s: no answer within %v (%v)", e, within, timeout, err)
+		}
+		return fail(exitFailure, "cannot reach %s%s: %v", e, within, err)
+	}
+}
+
+// ping makes a client of the endpoint and PINGs it. For a standalone
+// server it also reads whether that is a Cluster node (INFO cluster; a
+// server that refuses INFO is taken as no Cluster). On
+// error the client is closed. timeout is the time the PING was given.
+func (e *endpoint) ping(ctx context.Context) (_ redis.UniversalClient, cluster bool, timeout time.Duration, _ error) {
 	rdb := e.client()
-	timeout := e.dialTimeout() + pingSlack
+	timeout = e.dialTimeout() + pingSlack
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
-		var ne net.Error
-		if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
-			fmt.Fprintf(stderr, "%s: cannot reach %s: no answer within %v (%v)\n", prog, e, timeout, err)
-		} else {
-			fmt.Fprintf(stderr, "%s: cannot reach %s: %v\n", prog, e, err)
-		}
-		return nil, exitFailure, false
+		return nil, false, timeout, err
 	}
-	return rdb, exitOK, true
+	if e.single != nil {
+		info, err := rdb.Info(pctx, "cluster").Result()
+		cluster = err == nil && strings.Contains(info, "cluster_enabled:1")
+	}
+	return rdb, cluster, timeout, nil
+}
+
+// isAuthError reports whether err is Redis refusing the credentials, or
+// asking for some.
+func isAuthError(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false
+	}
+	msg := reply.Error()
+	return strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") ||
+		strings.Contains(msg, "without any password configured")
+}
+
+// retryable reports whether err, met while connecting or obtaining, may
+// pass by itself: a network failure (a refused connection, a reset, a
+// timeout) or a server that is loading, busy, failing over or without a
+// Cluster quorum. A certificate that does not verify, a refused password,
+// a context that ended and every other Redis error are final.
+func retryable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrClosed) {
+		return false
+	}
+	var (
+		reply    redis.Error
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		record   tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &verify), errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &record):
+		return false
+	case errors.As(err, &reply):
+		for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "READONLY"} {
+			if strings.HasPrefix(reply.Error(), p) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // dialTimeout returns the dial timeout of the endpoint's clients.

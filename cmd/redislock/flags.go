@@ -5,19 +5,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // parseFlags parses a subcommand's args into fs, whose Usage describes the
 // subcommand. It returns ok when the subcommand should go on. Otherwise it
 // returns the exit code: 0 after printing the usage on stdout for -h or
-// --help, 2 after printing the error and the usage on stderr for a bad
-// flag.
+// --help, 2 after printing one line for a bad flag, and where to read the
+// help, on stderr.
 func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	usage := fs.Usage
-	fs.Usage = func() {} // printed below, on the stream that fits
-	fs.SetOutput(stderr)
+	fs.Usage = func() {} // printed below, for --help only
+	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	fs.Usage = usage
+	fs.SetOutput(stderr)
 	switch {
 	case err == nil:
 		return 0, true
@@ -26,11 +32,8 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code
 		fs.Usage()
 		fs.SetOutput(stderr)
 		return 0, false
-	default:
-		// fs has already printed the error on stderr.
-		fs.Usage()
-		return 2, false
 	}
+	return usageFailure(stderr, fs.Name(), err.Error()), false
 }
 
 // parseInterspersed is parseFlags for subcommands whose flags may come
@@ -60,26 +63,27 @@ func parseInterspersed(fs *flag.FlagSet, args []string, stdout, stderr io.Writer
 // [ARG...]": flags may come before and after KEY; the first argument after
 // KEY that is not a flag, or everything after "--", is the command, whose
 // own flags are left alone. It returns KEY and the command, which may be
-// empty.
-func parseRunArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (key string, command []string, code int, ok bool) {
+// empty. present is false when no KEY was given at all (an empty KEY, as
+// in "run ” true", is present).
+func parseRunArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (key string, present bool, command []string, code int, ok bool) {
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
-		return "", nil, code, false
+		return "", false, nil, code, false
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		return "", nil, 0, true
+		return "", false, nil, 0, true
 	}
 	key = rest[0]
 	if code, ok := parseFlags(fs, rest[1:], stdout, stderr); !ok {
-		return "", nil, code, false
+		return "", false, nil, code, false
 	}
-	return key, fs.Args(), 0, true
+	return key, true, fs.Args(), 0, true
 }
 
-// usageFailure reports a usage error of the subcommand name on stderr, with
-// a pointer to its help, and returns exit code 2.
+// usageFailure reports a usage error of the subcommand name on stderr in
+// one line, with a pointer to its help, and returns exit code 2.
 func usageFailure(stderr io.Writer, name, msg string) int {
-	fmt.Fprintf(stderr, "redislock %s: %s\nRun \"redislock %s --help\" for usage.\n", name, msg, name)
+	fmt.Fprintf(stderr, "redislock %s: %s\nsee 'redislock %s --help'\n", name, msg, name)
 	return exitUsage
 }
 
@@ -88,4 +92,112 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// durationValue is a [flag.Value] for a duration that must carry a unit
+// ("30s", "1m30s"); a bare number is refused with a message that says so.
+type durationValue time.Duration
+
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		if _, ferr := strconv.ParseFloat(s, 64); ferr == nil {
+			return fmt.Errorf("a duration needs a unit: %ss, %sms or %sm, not %s", s, s, s, s)
+		}
+		return errors.New("not a duration (e.g. 30s, 500ms, 2m)")
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+func (d *durationValue) String() string { return time.Duration(*d).String() }
+
+// durationFlag defines a flag for a duration that needs a unit.
+func durationFlag(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	d := value
+	fs.Var((*durationValue)(&d), name, usage)
+	return &d
+}
+
+// waitValue is the [flag.Value] of "run --wait": a duration ("5s", "2m"),
+// seconds as flock(1) takes them ("5", "0.5"), or "forever".
+type waitValue struct {
+	d       time.Duration
+	forever bool
+}
+
+func (w *waitValue) Set(s string) error {
+	if s == "forever" {
+		*w = waitValue{forever: true}
+		return nil
+	}
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(secs) || math.IsInf(secs, 0) || math.Abs(secs) > math.MaxInt64/float64(time.Second) {
+			return errors.New("out of range (give seconds, a duration, or forever)")
+		}
+		*w = waitValue{d: time.Duration(secs * float64(time.Second))}
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want seconds (5, 0.5), a duration (30s, 2m) or forever")
+	}
+	*w = waitValue{d: d}
+	return nil
+}
+
+func (w *waitValue) String() string {
+	if w.forever {
+		return "forever"
+	}
+	return w.d.String()
+}
+
+// aliases maps a flag's short name to its long one, for [printFlags] and
+// the completion scripts: both are defined on the FlagSet, for the same
+// value.
+type aliases map[string]string
+
+// alias defines short as another name of the flag long, already defined.
+func (a aliases) alias(fs *flag.FlagSet, short, long string) {
+	f := fs.Lookup(long)
+	fs.Var(f.Value, short, "same as --"+long)
+	a[short] = long
+}
+
+// printFlags writes the flags of fs, as flag.PrintDefaults does but with
+// "--" and with each short alias beside its long name.
+func printFlags(w io.Writer, fs *flag.FlagSet, short aliases) {
+	shortOf := make(map[string]string)
+	for s, l := range short {
+		shortOf[l] = s
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, isAlias := short[f.Name]; !isAlias {
+			names = append(names, f.Name)
+		}
+	})
+	slices.Sort(names)
+	for _, name := range names {
+		f := fs.Lookup(name)
+		arg, usage := flag.UnquoteUsage(f)
+		head := "      --" + name
+		if s, ok := shortOf[name]; ok {
+			head = "  -" + s + ", --" + name
+		}
+		if arg != "" && !isBoolFlag(f) {
+			head += " " + arg
+		}
+		if def := f.DefValue; def != "" && def != "false" && def != "0s" && !strings.Contains(usage, "default") {
+			usage += " (default " + def + ")"
+		}
+		fmt.Fprintf(w, "%s\n        %s\n", head, strings.ReplaceAll(usage, "\n", "\n        "))
+	}
+}
+
+// isBoolFlag reports whether f takes no value, like -q.
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }

@@ -28,7 +28,7 @@ func TestParseRunArgs(t *testing.T) {
 	} {
 		fs := flag.NewFlagSet("run", flag.ContinueOnError)
 		ttl := fs.String("ttl", "", "")
-		key, command, _, ok := parseRunArgs(fs, tc.args, io.Discard, io.Discard)
+		key, _, command, _, ok := parseRunArgs(fs, tc.args, io.Discard, io.Discard)
 		if !ok || key != tc.key || !slices.Equal(command, tc.command) || *ttl != tc.ttl {
 			t.Errorf("parseRunArgs(%q) = %q, %q, ttl %q, ok %v; want %q, %q, ttl %q", tc.args, key, command, *ttl, ok, tc.key, tc.command, tc.ttl)
 		}

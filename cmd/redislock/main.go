@@ -42,15 +42,21 @@ type command struct {
 
 // commands lists the subcommands, in the order the usage shows them. A new
 // subcommand is one more entry here and a file of its own.
-var commands = []command{
-	{name: "run", summary: "run a command while holding a lock, and release it when the command exits", run: runRun},
-	{name: "status", summary: "show whether locks are held, by whom, for how long", run: runStatus},
-	{name: "release", summary: "release a lock given its token (cleanup after a crashed holder)", run: runRelease},
-	{name: "demo", summary: "show workers contending for a lock, and fencing refusing a stale holder", run: runDemo},
-	{name: "version", summary: "print the version", run: runVersion},
+func commands() []command {
+	return []command{
+		{name: "run", summary: "run a command while holding a lock, and release it when the command exits", run: runRun},
+		{name: "status", summary: "show whether locks are held, by whom, for how long", run: runStatus},
+		{name: "release", summary: "release a lock given its token (cleanup after a crashed holder)", run: runRelease},
+		{name: "demo", summary: "show workers contending for a lock, and fencing refusing a stale holder", run: runDemo},
+		{name: "version", summary: "print the version", run: runVersion},
+		{name: "completion", summary: "print a shell completion script: completion bash|zsh", run: runCompletion},
+	}
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == watcherArg {
+		os.Exit(watcherMain())
+	}
 	// go-redis logs failed dials and the like on stderr; every error the
 	// tool meets is reported once, in its own words.
 	redis.SetLogger(quietLogger{})
@@ -68,8 +74,9 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
-// run dispatches args to a subcommand and returns the exit code. No args or
-// an unknown command prints the usage on stderr and returns 2; a request
+// run dispatches args to a subcommand and returns the exit code. No args
+// prints the usage on stderr and returns 2, an unknown command one line
+// and where to find the usage; a request
 // for help prints it on stdout and returns 0.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -83,14 +90,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "-version", "--version":
 		return runVersion(ctx, args[1:], stdout, stderr)
 	}
-	for _, c := range commands {
+	for _, c := range commands() {
 		if c.name == args[0] {
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "redislock: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return 2
+	fmt.Fprintf(stderr, "redislock: unknown command %q\nsee 'redislock --help'\n", args[0])
+	return exitUsage
 }
 
 func usage(w io.Writer) {
@@ -98,7 +104,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "       redislock --version")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
-	for _, c := range commands {
+	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)

@@ -21,28 +21,41 @@ multi-key lock (which must then all be held with TOKEN).
 "redislock status --json KEY" shows the token of the current holder;
 "redislock run" gives its command the token as $REDISLOCK_TOKEN.
 
-A holder still running notices the release at its next refresh and stops
-its command ("redislock run" exits 76).
+A holder still running notices the release at its next refresh, up to a
+third of its TTL later, and only then stops its command ("redislock run"
+exits 76): until then both it and a new holder may run.
 
-Exit status: 0 released; 3 not held with TOKEN (expired, released, or held
-with another token: nothing was deleted); 1 on a Redis error; 2 on a usage
-error.
+Exit status:
+  0  released
+  3  not held with TOKEN: for one key, nothing was deleted (it expired, was
+     released, or is held with another token); for several keys, the keys
+     still held with TOKEN were deleted and the others were not held with
+     it: "lock was partly lost" (each key gets a line)
+  1  a Redis error
+  2  a usage error
 
 Examples:
   redislock release nightly-report --token 3q2-7wEAAAAFdN1c9DyIkg
   redislock release --token "$(redislock status --json job | jq -r '.locks[0].token')" job`
 
+// newReleaseFlags defines the flags of "release": the token, and the
+// connection. It is also what the completion scripts list.
+func newReleaseFlags() (fs *flag.FlagSet, token *string, conn *connFlags) {
+	fs = flag.NewFlagSet("release", flag.ContinueOnError)
+	token = fs.String("token", "", "the holder's `TOKEN` (required)")
+	conn = addConnFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", releaseHelp)
+		printFlags(fs.Output(), fs, nil)
+		fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
+	}
+	return fs, token, conn
+}
+
 // runRelease is the "release" subcommand.
 func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	const prog = "redislock release"
-	fs := flag.NewFlagSet("release", flag.ContinueOnError)
-	token := fs.String("token", "", "the holder's `TOKEN` (required)")
-	conn := addConnFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", releaseHelp)
-		fs.PrintDefaults()
-		fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
-	}
+	fs, token, conn := newReleaseFlags()
 	keys, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -82,6 +95,7 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		return exitOK
 	case errors.Is(err, redislock.ErrLockNotHeld):
+		partly := false
 		for i, k := range keys {
 			switch info := before[i]; {
 			case info == nil:
@@ -89,13 +103,17 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			case !info.Held:
 				fmt.Fprintf(stderr, "%s: %s: not held (expired, or released already)\n", prog, k)
 			case info.Token != *token:
-				fmt.Fprintf(stderr, "%s: %s: refused: held with another token (metadata %q); nothing deleted\n", prog, k, info.Metadata)
+				fmt.Fprintf(stderr, "%s: %s: refused: held with another token (metadata %q): left alone\n", prog, k, info.Metadata)
 			case len(keys) == 1:
 				fmt.Fprintf(stderr, "%s: %s: not held (it expired meanwhile)\n", prog, k)
 			default:
 				// A key of a multi-key lock that was still ours.
+				partly = true
 				fmt.Fprintf(stdout, "released %s\n", k)
 			}
+		}
+		if partly {
+			fmt.Fprintf(stderr, "%s: lock was partly lost: the keys still held with this token were released, the others were not held with it\n", prog)
 		}
 		return exitNotHeld
 	}

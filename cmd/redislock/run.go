@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -18,12 +16,21 @@ import (
 )
 
 const runHelp = `usage: redislock run [flags] KEY [--] COMMAND [ARG...]
+       redislock run [flags] KEY -c 'SHELL COMMAND'
 
 Runs COMMAND while holding the lock KEY, as flock(1) does on one machine:
 obtains the lock, starts COMMAND, keeps the lock alive while COMMAND runs
 (refreshing it every TTL/3), releases it when COMMAND exits, and exits with
 COMMAND's status. Flags may come before or after KEY; the first argument
 after KEY that is not a flag starts COMMAND (use -- when it starts with -).
+With -c, COMMAND is /bin/sh -c 'SHELL COMMAND' (flock's -c uses $SHELL).
+
+By default (-n) a lock held by another is not waited for: redislock exits 75
+at once, saying who holds it (-q: silently). With --wait it waits: waiters
+queue in Redis and are woken, in arrival order, by the release of a holder
+that waited too; a release by another holder, or its expiry, is noticed
+within a second. While waiting, a Redis that cannot be reached (refused
+connections, a restart) is tried again until the wait runs out.
 
 COMMAND's environment gets:
   REDISLOCK_KEY          KEY
@@ -32,40 +39,55 @@ COMMAND's environment gets:
                          than every earlier holder's; stamp writes with it, so that
                          the resource can refuse those of a holder that lost the lock
 
-Lock lost: if a refresh finds the lock expired or taken, or Redis stays
-unreachable until the lease runs out, COMMAND's process group gets SIGTERM,
-then SIGKILL after --grace, and redislock exits 76. A loss found only by the
-release after COMMAND exited also exits 76: the job ran partly unprotected.
-
-Waiting (--wait): waiters queue in Redis and are woken, in arrival order, by
-the release of a holder that waited too; a release by another holder, or its
-expiry, is noticed within about 200 ms.
+Lock lost: COMMAND is dead before the lease it holds can expire. If Redis
+cannot be reached to renew the lease, COMMAND's process group gets SIGTERM
+--grace before the lease would end and SIGKILL a margin (TTL/50+2ms) before
+it; if a refresh finds the lock expired or taken (deleted by "redislock
+release", say), SIGTERM at once and SIGKILL after --grace, or earlier if the
+lease would have ended before. Either way redislock exits 76. A release or
+takeover by another is found by the next refresh, up to TTL/3 later: until
+then COMMAND runs on. A loss found only by the release after COMMAND exited
+also exits 76: the job ran partly unprotected.
 
 Signals: COMMAND runs in a process group of its own. SIGINT, SIGTERM, SIGHUP,
-SIGQUIT, SIGUSR1 and SIGUSR2 sent to redislock are forwarded to that group, and
-the lock is released once COMMAND has exited. From a terminal, Ctrl-C and
-Ctrl-\ reach redislock only, which forwards them once. COMMAND is not in the
-terminal's foreground group: it cannot read from the terminal (give it stdin
-from a file or a pipe). Ctrl-Z is ignored: a stopped redislock could not keep
-the lock alive while COMMAND went on. If redislock dies (SIGKILL), COMMAND gets
-SIGKILL (on Linux). A signal while waiting for the lock ends the wait.
+SIGQUIT, SIGUSR1 and SIGUSR2 sent to redislock are forwarded to that group,
+each followed by SIGCONT (a stopped command could not act on it), and the
+lock is released once COMMAND has exited. A signal while waiting for the
+lock ends the wait.
+
+Terminal: when redislock runs in the foreground of a terminal, COMMAND's
+group gets the terminal while it runs (it can read it; Ctrl-C and Ctrl-\ go
+to COMMAND), and redislock takes it back after. A COMMAND stopped by Ctrl-Z
+(SIGTSTP) is continued at once: stopped, it would hold the lock for ever. One
+stopped by SIGSTOP stays stopped, lock held, until SIGCONT.
+
+redislock killed (SIGKILL, a crash): a watcher process that redislock starts
+beside COMMAND sees it die and kills COMMAND's process group (SIGKILL), so
+nothing COMMAND started works on unprotected. Processes that left the group
+(setsid, daemons) escape it: under systemd use KillMode=control-group (the
+default), or run redislock in a cgroup of its own (systemd-run --scope).
 
 Exit status:
   COMMAND's    COMMAND ran: its exit code, or 128+N if signal N killed it
-  75           the lock was held by another and not obtained within --wait
-               (change it with --conflict-exit-code)
-  76           the lock was lost while COMMAND ran
+  75           the lock was held by another and not obtained (within --wait);
+               change it with -E (--conflict-exit-code)
+  76           the lock was lost, or could not be renewed in time, while COMMAND
+               ran (COMMAND was stopped)
   126, 127     COMMAND could not be run, or was not found (nothing was locked)
   128+N        interrupted by signal N while waiting for the lock
   2            usage error
-  1            other failures: Redis unreachable, a bad URL, a Redis error
+  1            other failures: Redis unreachable, authentication failed, a bad
+               URL, a Redis error
 
 Examples:
-  # one replica at a time runs the nightly report; the others skip it (exit 75)
-  redislock run nightly-report -- ./report.sh --date today
+  # one replica at a time runs the nightly report; the others skip it quietly
+  redislock run -q nightly-report -- ./report.sh --date today
 
   # wait up to 5 minutes for the lock; treat "busy" as success in cron
-  redislock run --wait 5m --conflict-exit-code 0 backup -- pg_dump -f /backup/db.sql
+  redislock run -w 300 -E 0 backup -c 'pg_dump -f /backup/db.sql'
+
+  # wait as long as it takes, and log obtained/refreshed/released
+  redislock run --wait forever -v deploy -- ./deploy.sh
 
   # fencing: the job stamps its writes with the fencing token
   redislock run --fence-key '{migrate}:fence' '{migrate}:lock' -- \
@@ -82,7 +104,61 @@ const (
 	// redisTimeout bounds each single call to Redis outside the wait: an
 	// obtain without --wait, the release, the look at the holder.
 	redisTimeout = 5 * time.Second
+	// defaultGrace is --grace unless TTL/3 is shorter.
+	defaultGrace = 10 * time.Second
+	// forever stands for --wait forever: the library needs a deadline.
+	forever = 100 * 365 * 24 * time.Hour
 )
+
+// runOptions are the flags of "run".
+type runOptions struct {
+	ttl          *time.Duration
+	grace        *time.Duration
+	wait         waitValue
+	nonblock     bool
+	quiet        bool
+	verbose      bool
+	shell        string
+	fenceKey     string
+	metadata     string
+	conflictCode int
+	conn         *connFlags
+	// A --limit N (at most N holders at once, a counting semaphore, as
+	// consul lock -n) belongs here once the library has one: obtain takes
+	// a slot instead of the lock, and the rest of run only needs a lease
+	// with a KeepAlive.
+}
+
+// newRunFlags defines the flags of "run". It is also what the completion
+// scripts list.
+func newRunFlags() (*flag.FlagSet, *runOptions, aliases) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	o := &runOptions{}
+	short := aliases{}
+	o.ttl = durationFlag(fs, "ttl", 30*time.Second, "`TTL` of the lock, renewed every TTL/3 while COMMAND runs; at least "+minRunTTL.String())
+	fs.Var(&o.wait, "wait", "how long to wait for a lock held by another: `SECONDS`, a duration (30s, 2m), or forever (default 0: do not wait)")
+	fs.BoolVar(&o.nonblock, "nonblock", false, "do not wait for a lock held by another (the default; flock's -n)")
+	o.grace = durationFlag(fs, "grace", defaultGrace, "`DURATION` from SIGTERM to SIGKILL when the lock is lost; at most TTL/2 (default 10s, or TTL/3 if shorter)")
+	fs.IntVar(&o.conflictCode, "conflict-exit-code", exitConflict, "exit `CODE` when the lock is not obtained (within --wait)")
+	fs.StringVar(&o.shell, "command", "", "run `SHELL-COMMAND` with /bin/sh -c, instead of COMMAND")
+	fs.BoolVar(&o.quiet, "quiet", false, "say nothing when the lock is held by another")
+	fs.BoolVar(&o.verbose, "verbose", false, "report the lock obtained, refreshed and released, with its fencing token, on stderr")
+	fs.StringVar(&o.fenceKey, "fence-key", "", "fencing counter `KEY`: sets REDISLOCK_FENCE_TOKEN (on a Cluster, in KEY's hash slot)")
+	fs.StringVar(&o.metadata, "metadata", "", "`TEXT` stored with the lock, shown by status (default hostname:pid)")
+	o.conn = addConnFlags(fs)
+	short.alias(fs, "w", "wait")
+	short.alias(fs, "n", "nonblock")
+	short.alias(fs, "E", "conflict-exit-code")
+	short.alias(fs, "c", "command")
+	short.alias(fs, "q", "quiet")
+	short.alias(fs, "v", "verbose")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", runHelp)
+		printFlags(fs.Output(), fs, short)
+		fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
+	}
+	return fs, o, short
+}
 
 // forwarded are the signals that "run" forwards to its command's process
 // group; the first four end the wait for the lock when they come before.
@@ -118,28 +194,22 @@ func notIgnored(sigs ...os.Signal) []os.Signal {
 // for its values only.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	const prog = "redislock run"
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	ttl := fs.Duration("ttl", 30*time.Second, "`TTL` of the lock, renewed every TTL/3 while COMMAND runs; at least "+minRunTTL.String())
-	wait := fs.Duration("wait", 0, "how long to wait for a lock held by another; 0 gives up at once")
-	fenceKey := fs.String("fence-key", "", "fencing counter `KEY`: sets REDISLOCK_FENCE_TOKEN (on a Cluster, in KEY's hash slot)")
-	metadata := fs.String("metadata", "", "`TEXT` stored with the lock, shown by status (default hostname:pid)")
-	grace := fs.Duration("grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
-	conflictCode := fs.Int("conflict-exit-code", exitConflict, "exit `CODE` when the lock is not obtained within --wait")
-	conn := addConnFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", runHelp)
-		fs.PrintDefaults()
-		fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
-	}
-	key, command, code, ok := parseRunArgs(fs, args, stdout, stderr)
+	fs, o, _ := newRunFlags()
+	key, present, command, code, ok := parseRunArgs(fs, args, stdout, stderr)
 	if !ok {
 		return code
 	}
-	if msg := checkRunArgs(key, command, *ttl, *wait, *grace, *conflictCode); msg != "" {
+	if !flagSet(fs, "grace") {
+		*o.grace = min(defaultGrace, *o.ttl/3)
+	}
+	if msg := checkRunArgs(key, present, command, o); msg != "" {
 		return usageFailure(stderr, "run", msg)
 	}
+	if o.shell != "" {
+		command = []string{"/bin/sh", "-c", o.shell}
+	}
 	if !flagSet(fs, "metadata") {
-		*metadata = defaultMetadata()
+		o.metadata = defaultMetadata()
 	}
 	path, status, err := lookCommand(command[0])
 	if err != nil {
@@ -150,15 +220,31 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Until the command starts, a terminating signal cancels what is under
 	// way; after that, the loop of supervise forwards them.
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, notIgnored(append(forwarded, syscall.SIGTSTP)...)...)
+	signal.Notify(sigs, notIgnored(append(forwarded, syscall.SIGTSTP, syscall.SIGCONT)...)...)
 	defer signal.Stop(sigs)
 	base := context.WithoutCancel(ctx)
 	wctx, stopWatch := watchSignals(base, sigs)
 
 	r := &runner{
-		prog: prog, key: key, ttl: *ttl, grace: *grace, stderr: stderr,
+		prog: prog, key: key, ttl: *o.ttl, grace: *o.grace, stderr: stderr,
+		quiet: o.quiet, events: noEvents{},
 	}
-	rdb, code, ok := conn.connect(wctx, prog, stderr)
+	if o.verbose {
+		r.events = &verboseEvents{say: r.say}
+	}
+	waiting := o.wait.forever || o.wait.d > 0
+	var until time.Time
+	switch {
+	case o.wait.forever:
+		until = time.Now().Add(forever)
+	case waiting:
+		until = time.Now().Add(o.wait.d)
+	}
+	var note func(string, ...any)
+	if o.verbose {
+		note = r.say
+	}
+	rdb, code, ok := o.conn.dial(wctx, prog, stderr, until, note)
 	if !ok {
 		if sig, ok := stopWatch(); ok {
 			return r.interruptedWaiting(sig)
@@ -167,7 +253,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer rdb.Close()
 
-	lock, code, ok := r.obtain(wctx, rdb, *wait, *fenceKey, *metadata, *conflictCode)
+	lock, code, ok := r.obtain(wctx, rdb, until, &o.wait, o.fenceKey, o.metadata, o.conflictCode)
 	if sig, interrupted := stopWatch(); interrupted {
 		_ = r.release(base, lock)
 		return r.interruptedWaiting(sig)
@@ -175,24 +261,35 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	return r.supervise(base, lock, path, command, sigs, stdout, stderr)
+	return r.supervise(base, lock, path, command, sigs, stdout)
 }
 
 // checkRunArgs returns what is wrong with "run"'s arguments, or "".
-func checkRunArgs(key string, command []string, ttl, wait, grace time.Duration, conflictCode int) string {
+func checkRunArgs(key string, present bool, command []string, o *runOptions) string {
+	ttl, grace := *o.ttl, *o.grace
 	switch {
-	case key == "":
+	case !present && o.shell == "":
 		return "missing KEY and COMMAND"
-	case len(command) == 0:
+	case !present:
+		return "missing KEY"
+	case key == "":
+		return "KEY is empty"
+	case o.shell != "" && len(command) > 0:
+		return fmt.Sprintf("-c gives the whole command: nothing may follow KEY (got %q)", command[0])
+	case o.shell == "" && len(command) == 0:
 		return "missing COMMAND after KEY " + key
 	case ttl < minRunTTL:
 		return fmt.Sprintf("--ttl %v is below %v", ttl, minRunTTL)
-	case wait < 0:
-		return fmt.Sprintf("--wait %v is negative", wait)
+	case o.wait.d < 0:
+		return fmt.Sprintf("--wait %v is negative", o.wait.d)
+	case o.nonblock && (o.wait.forever || o.wait.d > 0):
+		return fmt.Sprintf("-n (--nonblock) contradicts --wait %v", &o.wait)
 	case grace < 0:
 		return fmt.Sprintf("--grace %v is negative", grace)
-	case conflictCode < 0 || conflictCode > 255:
-		return fmt.Sprintf("--conflict-exit-code %d is not in 0..255", conflictCode)
+	case grace > ttl/2:
+		return fmt.Sprintf("--grace %v is more than half the --ttl %v: COMMAND is stopped --grace before its lease ends, and the rest of the lease is the time a refresh has to succeed", grace, ttl)
+	case o.conflictCode < 0 || o.conflictCode > 255:
+		return fmt.Sprintf("--conflict-exit-code %d is not in 0..255", o.conflictCode)
 	}
 	return ""
 }
@@ -204,6 +301,8 @@ type runner struct {
 	ttl    time.Duration
 	grace  time.Duration
 	stderr io.Writer
+	quiet  bool
+	events lockEvents
 }
 
 // say writes one line on stderr, prefixed with the program's name.
@@ -211,37 +310,56 @@ func (r *runner) say(format string, args ...any) {
 	fmt.Fprintf(r.stderr, "%s: %s\n", r.prog, fmt.Sprintf(format, args...))
 }
 
-// obtain takes the lock, waiting up to wait. On failure it has said why,
-// and returns the exit code.
-func (r *runner) obtain(ctx context.Context, rdb redis.UniversalClient, wait time.Duration, fenceKey, metadata string, conflictCode int) (*redislock.Lock, int, bool) {
+// obtain takes the lock, waiting until until when wait asks for it, and
+// trying again meanwhile after errors that may pass. On failure it has
+// said why, and returns the exit code.
+func (r *runner) obtain(ctx context.Context, rdb redis.UniversalClient, until time.Time, wait *waitValue, fenceKey, metadata string, conflictCode int) (*redislock.Lock, int, bool) {
+	waiting := !until.IsZero()
 	opt := &redislock.Options{Metadata: metadata, FenceKey: fenceKey}
-	timeout := redisTimeout
-	if wait > 0 {
+	if waiting {
 		opt.RetryStrategy = redislock.WaitForRelease(nil)
-		timeout = wait
 	}
-	octx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	locker := redislock.New(rdb)
-	lock, err := locker.Obtain(octx, r.key, r.ttl, opt)
-	switch {
-	case err == nil:
-		return lock, 0, true
-	case ctx.Err() != nil:
-		return nil, 0, false // interrupted: the caller says so
-	case errors.Is(err, redislock.ErrNotObtained):
-		within := ""
-		if wait > 0 {
-			within = " within " + wait.String()
+	pause := 50 * time.Millisecond
+	for {
+		deadline := until
+		if !waiting {
+			deadline = time.Now().Add(redisTimeout)
 		}
-		r.say("%s is held%s: not obtained%s", r.key, r.holder(ctx, locker), within)
-		return nil, conflictCode, false
-	case errors.Is(err, redislock.ErrInvalidKey), errors.Is(err, redislock.ErrCrossSlot), errors.Is(err, redislock.ErrInvalidTTL):
-		r.say("%v", err)
-		return nil, exitUsage, false
+		octx, cancel := context.WithDeadline(ctx, deadline)
+		lock, err := locker.Obtain(octx, r.key, r.ttl, opt)
+		cancel()
+		switch {
+		case err == nil:
+			return lock, 0, true
+		case ctx.Err() != nil:
+			return nil, 0, false // interrupted: the caller says so
+		case errors.Is(err, redislock.ErrNotObtained):
+			if !r.quiet {
+				within := ""
+				if waiting {
+					within = " within " + wait.String()
+				}
+				r.say("%s is held%s: not obtained%s", r.key, r.holder(ctx, locker), within)
+			}
+			return nil, conflictCode, false
+		case errors.Is(err, redislock.ErrInvalidKey), errors.Is(err, redislock.ErrCrossSlot), errors.Is(err, redislock.ErrInvalidTTL):
+			r.say("%v", err)
+			return nil, exitUsage, false
+		case waiting && retryable(err) && time.Now().Add(pause).Before(until):
+			r.events.retrying(fmt.Sprintf("obtain %s", r.key), err, until)
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			pause = min(2*pause, time.Second)
+			continue
+		}
+		r.say("obtain %s: %v", r.key, err)
+		return nil, exitFailure, false
 	}
-	r.say("obtain %s: %v", r.key, err)
-	return nil, exitFailure, false
 }
 
 // holder describes who holds key, for the message of a lock not obtained:
@@ -270,124 +388,6 @@ func (r *runner) interruptedWaiting(sig syscall.Signal) int {
 	return exitSignal + int(sig)
 }
 
-// supervise runs the command under the lock and returns the exit status of
-// "run". It releases the lock when the command has exited.
-func (r *runner) supervise(ctx context.Context, lock *redislock.Lock, path string, command []string, sigs <-chan os.Signal, stdout, stderr io.Writer) int {
-	ka, err := lock.KeepAlive(r.ttl, nil)
-	if err != nil {
-		r.say("keep %s alive: %v", r.key, err)
-		_ = r.release(ctx, lock)
-		return exitFailure
-	}
-
-	cmd := exec.Command(path, command[1:]...)
-	cmd.Args[0] = command[0]
-	cmd.Env = childEnv(os.Environ(), r.key, lock.Token(), lock.FenceToken(), lock.FenceToken() != 0)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.SysProcAttr = childAttr()
-	// The thread that starts the command must live until it exits: see
-	// childAttr.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
-		r.say("start %s: %v", command[0], err)
-		_ = r.release(ctx, lock)
-		return exitCannotRun
-	}
-	pgid := cmd.Process.Pid
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	var (
-		lost       error // why the lock was lost, once it was
-		kaDone     = ka.Done()
-		graceTimer *time.Timer
-		graceC     <-chan time.Time // until SIGKILL, once the lock was lost
-		waitErr    error
-	)
-loop:
-	for {
-		select {
-		case s := <-sigs:
-			sig := s.(syscall.Signal)
-			if sig == syscall.SIGTSTP {
-				r.say("ignoring %v: a stopped redislock could not keep %s alive", signalName(sig), r.key)
-				continue
-			}
-			if err := signalGroup(pgid, sig); err != nil {
-				r.say("forward %v: %v", signalName(sig), err)
-			}
-		case <-kaDone:
-			kaDone = nil
-			lost = ka.Err()
-			r.say("lost the lock %s (%v); stopping %s: SIGTERM now, SIGKILL in %v", r.key, lost, command[0], r.grace)
-			_ = signalGroup(pgid, syscall.SIGTERM)
-			graceTimer = time.NewTimer(r.grace)
-			graceC = graceTimer.C
-		case <-graceC:
-			graceC = nil
-			r.say("%s still runs %v after SIGTERM: SIGKILL", command[0], r.grace)
-			_ = signalGroup(pgid, syscall.SIGKILL)
-		case waitErr = <-exited:
-			break loop
-		}
-	}
-	status, ok := exitStatus(waitErr)
-	if !ok {
-		r.say("wait for %s: %v", command[0], waitErr)
-		status = exitFailure
-	}
-	if lost == nil && errors.Is(ka.Err(), redislock.ErrLockLost) {
-		lost = ka.Err()
-		r.say("lost the lock %s (%v) as %s exited", r.key, lost, command[0])
-	}
-	if err := r.release(ctx, lock); errors.Is(err, redislock.ErrLockNotHeld) && lost == nil {
-		lost = err
-		r.say("%s was no longer held when %s exited: it expired or was taken while the command ran", r.key, command[0])
-	}
-	if lost == nil {
-		return status
-	}
-	r.stopStragglers(pgid, graceTimer, graceTimer != nil && graceC == nil)
-	r.say("exit %d: the lock %s was lost while %s ran", exitLost, r.key, command[0])
-	return exitLost
-}
-
-// stopStragglers stops what the command, which has exited after the lock
-// was lost, left running in its process group: that must not go on working
-// unprotected. Like the command, they get SIGTERM (unless graceTimer was
-// started: it was sent then), then SIGKILL at the end of the grace period
-// (at once if graceTimer has fired), unless the group is empty by then. It
-// polls the group, which is no child of ours to wait for.
-func (r *runner) stopStragglers(pgid int, graceTimer *time.Timer, fired bool) {
-	if !groupAlive(pgid) {
-		return
-	}
-	if fired {
-		_ = signalGroup(pgid, syscall.SIGKILL)
-		return
-	}
-	if graceTimer == nil {
-		_ = signalGroup(pgid, syscall.SIGTERM)
-		graceTimer = time.NewTimer(r.grace)
-	}
-	defer graceTimer.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-graceTimer.C:
-			r.say("processes left by the command still run %v after SIGTERM: SIGKILL", r.grace)
-			_ = signalGroup(pgid, syscall.SIGKILL)
-			return
-		case <-tick.C:
-			if !groupAlive(pgid) {
-				return
-			}
-		}
-	}
-}
-
 // release releases lock (nil does nothing), bounded by redisTimeout. It
 // reports Redis errors; [redislock.ErrLockNotHeld] is returned for the
 // caller to judge.
@@ -398,7 +398,10 @@ func (r *runner) release(ctx context.Context, lock *redislock.Lock) error {
 	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	err := lock.Release(rctx)
-	if err != nil && !errors.Is(err, redislock.ErrLockNotHeld) {
+	switch {
+	case err == nil:
+		r.events.released(r.key)
+	case !errors.Is(err, redislock.ErrLockNotHeld):
 		r.say("release %s: %v (it expires within %v)", r.key, err, r.ttl)
 	}
 	return err

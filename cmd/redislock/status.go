@@ -60,19 +60,36 @@ type lockStatus struct {
 	FenceToken int64  `json:"fence_token"`
 }
 
+// statusOptions are the flags of "status".
+type statusOptions struct {
+	asJSON    bool
+	fenceKey  string
+	showToken bool
+	conn      *connFlags
+}
+
+// newStatusFlags defines the flags of "status". It is also what the
+// completion scripts list.
+func newStatusFlags() (*flag.FlagSet, *statusOptions) {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	o := &statusOptions{}
+	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object (see above)")
+	fs.StringVar(&o.fenceKey, "fence-key", "", "also show the fencing counter `KEY`")
+	fs.BoolVar(&o.showToken, "show-token", false, "show whole tokens in the table")
+	o.conn = addConnFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", statusHelp)
+		printFlags(fs.Output(), fs, nil)
+		fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
+	}
+	return fs, o
+}
+
 // runStatus is the "status" subcommand.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	const prog = "redislock status"
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print one JSON object (see above)")
-	fenceKey := fs.String("fence-key", "", "also show the fencing counter `KEY`")
-	showToken := fs.Bool("show-token", false, "show whole tokens in the table")
-	conn := addConnFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", statusHelp)
-		fs.PrintDefaults()
-		fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
-	}
+	fs, o := newStatusFlags()
+	asJSON, fenceKey, showToken, conn := &o.asJSON, &o.fenceKey, &o.showToken, o.conn
 	keys, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return code
