@@ -30,6 +30,9 @@ func helper(mode string, args ...string) (env, command []string) {
 //	sleep D        prints "ready", sleeps D, prints "done", exits 0
 //	trap           prints "ready", waits for SIGINT or SIGTERM, prints "got SIGNAL", exits 9
 //	ignore         ignores SIGTERM, prints "ready", waits forever
+//	heartbeat FILE ignores SIGTERM, prints "ready", then appends the time
+//	               (Unix nanoseconds) to FILE every millisecond, forever
+//	stamp FILE     writes the time (Unix nanoseconds) to FILE, exits 0
 func helperMain(mode string, args []string) int {
 	fence, ok := os.LookupEnv(envFenceToken)
 	if !ok {
@@ -71,6 +74,29 @@ func helperMain(mode string, args []string) int {
 		fmt.Println("ready")
 		time.Sleep(time.Hour) // until SIGKILL
 		return 1
+	case "heartbeat":
+		signal.Ignore(syscall.SIGTERM)
+		f, err := os.OpenFile(arg, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("ready")
+		for {
+			// Each line is written whole, before the next tick: the last
+			// line is the last moment the command was seen alive.
+			if _, err := fmt.Fprintf(f, "%d\n", time.Now().UnixNano()); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			time.Sleep(time.Millisecond) // the pace of the heartbeat, not a synchronisation
+		}
+	case "stamp":
+		if err := os.WriteFile(arg, fmt.Appendf(nil, "%d\n", time.Now().UnixNano()), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 	return 1

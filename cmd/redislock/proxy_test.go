@@ -1,0 +1,84 @@
+package main
+
+import (
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// tcpProxy forwards the connections it accepts on a loopback port to
+// upstream, until it is cut: a fault at the client's boundary, the network
+// between redislock and Redis.
+type tcpProxy struct {
+	l        net.Listener
+	upstream string
+	mu       sync.Mutex
+	conns    []net.Conn
+	cut      bool
+	wg       sync.WaitGroup
+}
+
+// newProxy starts a proxy to upstream listening on addr ("127.0.0.1:0"
+// for a free port). The test's end cuts it.
+func newProxy(t testing.TB, addr, upstream string) *tcpProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{l: l, upstream: upstream}
+	p.wg.Go(p.accept)
+	t.Cleanup(p.Cut)
+	return p
+}
+
+// Addr returns the address the proxy listens on.
+func (p *tcpProxy) Addr() string { return p.l.Addr().String() }
+
+func (p *tcpProxy) accept() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		u, err := net.Dial("tcp", p.upstream)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		if !p.track(c, u) {
+			return
+		}
+		p.wg.Go(func() { _, _ = io.Copy(u, c); _ = u.Close() })
+		p.wg.Go(func() { _, _ = io.Copy(c, u); _ = c.Close() })
+	}
+}
+
+// track records the two ends of a connection, or closes them if the proxy
+// was cut meanwhile.
+func (p *tcpProxy) track(c, u net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		_ = c.Close()
+		_ = u.Close()
+		return false
+	}
+	p.conns = append(p.conns, c, u)
+	return true
+}
+
+// Cut closes the listener and every connection, and waits for the
+// forwarding to stop: from then on, dials to the proxy's address are
+// refused. It is idempotent.
+func (p *tcpProxy) Cut() {
+	p.mu.Lock()
+	p.cut = true
+	_ = p.l.Close()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
