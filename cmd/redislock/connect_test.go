@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock/internal/redistest"
 )
 
 func TestParseEndpoint(t *testing.T) {
@@ -227,4 +228,103 @@ func silentAddr(t testing.TB) string {
 		}
 	})
 	return l.Addr().String()
+}
+
+// TestRunWaitRetriesConnection: while "run --wait" waits, a Redis that
+// cannot be reached (connections reset, refused: a restart) is tried
+// again, and the command runs once Redis answers.
+func TestRunWaitRetriesConnection(t *testing.T) {
+	t.Parallel()
+	srv := redistest.SharedServer(t, redistest.Redis)
+	t.Run("reset", func(t *testing.T) {
+		t.Parallel()
+		// A listener that drops every connection it accepts: each accept
+		// is an attempt of redislock's.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		attempts := make(chan struct{}, 100)
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				_ = c.Close()
+				attempts <- struct{}{}
+			}
+		}()
+		addr := l.Addr().String()
+		key := redistest.Key(t, "lock")
+		env, a := runArgs([]string{"--redis", "redis://" + addr}, []string{"--wait", "15s"}, key, "exit", "0")
+		p := start(t, env, a...)
+		for range 2 {
+			select {
+			case <-attempts:
+			case <-p.exited:
+				t.Fatalf("redislock exited %d before Redis was up; stderr: %s", p.wait(), p.stderr)
+			case <-time.After(procTimeout):
+				t.Fatal("redislock did not try twice")
+			}
+		}
+		_ = l.Close()
+		newProxy(t, addr, srv.Addr()) // Redis comes up at the address
+		if got := parseEnvLine(t, p); got.key != key {
+			t.Errorf("command's key = %q, want %q", got.key, key)
+		}
+		if code := p.wait(); code != 0 {
+			t.Errorf("exit %d, want 0; stderr: %s", code, p.stderr)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		addr := deadAddr(t)
+		key := redistest.Key(t, "lock")
+		env, a := runArgs([]string{"--redis", "redis://" + addr}, []string{"--wait", "15s", "-v"}, key, "exit", "0")
+		p := start(t, env, a...)
+		pollUntil(t, "redislock to retry", func() bool {
+			if !p.running() {
+				t.Fatalf("redislock exited %d before Redis was up; stderr: %s", p.wait(), p.stderr)
+			}
+			return strings.Contains(p.stderr.String(), "connection refused); trying again")
+		})
+		newProxy(t, addr, srv.Addr())
+		parseEnvLine(t, p)
+		if code := p.wait(); code != 0 {
+			t.Errorf("exit %d, want 0; stderr: %s", code, p.stderr)
+		}
+	})
+}
+
+// TestClusterWithoutFlag: a plain redis:// URL that reaches a Cluster
+// node, without --cluster, is used as a seed of the Cluster: keys served
+// by other nodes work (instead of MOVED or CROSSSLOT errors).
+func TestClusterWithoutFlag(t *testing.T) {
+	t.Parallel()
+	c := redistest.SharedCluster(t, redistest.Redis)
+	key := redistest.Key(t, "lock")
+	owner := c.MasterForKey(t, key).Addr()
+	seed := ""
+	for _, n := range c.Nodes() {
+		if n.Addr() != owner {
+			seed = n.Addr()
+			break
+		}
+	}
+	fence := redistest.Tag(t) + ":fence"
+	env, a := runArgs([]string{"--redis", "redis://" + seed}, []string{"--fence-key", fence}, key, "exit", "0")
+	if r := redislockCmd(t, env, a...); r.code != 0 || !strings.HasPrefix(r.stdout, "env "+key+" ") {
+		t.Errorf("run through %s (%s is on %s): exit %d, stdout %q, stderr %q; want 0", seed, key, owner, r.code, r.stdout, r.stderr)
+	}
+	// A fence key of another slot is refused before anything is sent,
+	// with the library's advice, not Redis's CROSSSLOT.
+	env, a = runArgs([]string{"--redis", "redis://" + seed}, []string{"--fence-key", "no-tag:fence"}, key, "exit", "0")
+	if r := redislockCmd(t, env, a...); r.code != exitUsage || !strings.Contains(r.stderr, "hash tag") || r.stdout != "" {
+		t.Errorf("cross-slot fence key: exit %d, stdout %q, stderr %q; want %d and the advice", r.code, r.stdout, r.stderr, exitUsage)
+	}
+	other := redistest.Key(t, "other")
+	if r := redislockCmd(t, nil, "status", "--redis", seed, key, other); r.code != 0 {
+		t.Errorf("status through %s: exit %d, stderr %q", seed, r.code, r.stderr)
+	}
 }

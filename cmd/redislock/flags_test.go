@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseRunArgs(t *testing.T) {
@@ -90,11 +91,67 @@ func TestUsage(t *testing.T) {
 		{[]string{"release", "k"}, "missing --token"},
 		{[]string{"release", "--token", "t"}, "missing KEY"},
 		{[]string{"version", "x"}, `unexpected argument "x"`},
+		{[]string{"run", "", "--", "true"}, "KEY is empty"},
+		{[]string{"run", "--ttl", "5", "k", "true"}, "a duration needs a unit: 5s"},
+		{[]string{"run", "--grace", "5", "k", "true"}, "a duration needs a unit"},
+		{[]string{"run", "-w", "soon", "k", "true"}, "want seconds (5, 0.5), a duration (30s, 2m) or forever"},
+		{[]string{"run", "--grace", "20s", "k", "true"}, "--grace 20s is more than half the --ttl 30s"},
+		{[]string{"run", "--ttl", "1s", "--grace", "1s", "k", "true"}, "more than half"},
+		{[]string{"run", "-n", "-w", "5", "k", "true"}, "-n (--nonblock) contradicts --wait 5s"},
+		{[]string{"run", "k", "-c", "echo hi", "extra"}, "-c gives the whole command"},
+		{[]string{"run", "-c", "echo hi"}, "missing KEY"},
+		{[]string{"run", "-E", "300", "k", "true"}, "not in 0..255"},
+		{[]string{"status", "--bogus", "k"}, "flag provided but not defined: -bogus"},
+		{[]string{"completion", "fish"}, `unknown shell "fish"`},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr)
 		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) || stdout.Len() > 0 {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and %q on stderr only", tc.args, code, stdout.String(), stderr.String(), exitUsage, tc.want)
+		}
+		// One line, and where to read more: not the whole help.
+		if lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); len(lines) != 2 || lines[1] != "see 'redislock "+tc.args[0]+" --help'" {
+			t.Errorf("%q: stderr = %q, want one line and \"see 'redislock %s --help'\"", tc.args, stderr.String(), tc.args[0])
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"nonsense"}, &stdout, &stderr); code != exitUsage || stderr.String() != "redislock: unknown command \"nonsense\"\nsee 'redislock --help'\n" {
+		t.Errorf("unknown command: exit %d, stderr %q; want %d and two lines", code, stderr.String(), exitUsage)
+	}
+	stdout.Reset()
+	_ = run(context.Background(), []string{"run", "--help"}, &stdout, &stderr)
+	for _, want := range []string{"-w, --wait SECONDS", "-n, --nonblock", "-E, --conflict-exit-code CODE", "-c, --command SHELL-COMMAND", "-q, --quiet", "-v, --verbose", "--password-file FILE", "--tls-ca FILE", "SSL_CERT_FILE", "up to TTL/3 later", "within a second"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("run --help lacks %q", want)
+		}
+	}
+	if strings.Contains(stdout.String(), "200 ms") || strings.Contains(stdout.String(), "password=...)") {
+		t.Error("run --help still makes the old claims (200 ms, a password= query option)")
+	}
+}
+
+func TestWaitValue(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    time.Duration
+		forever bool
+		err     bool
+	}{
+		{in: "5", want: 5 * time.Second},
+		{in: "0.5", want: 500 * time.Millisecond},
+		{in: ".007", want: 7 * time.Millisecond},
+		{in: "0", want: 0},
+		{in: "2m", want: 2 * time.Minute},
+		{in: "1m30s", want: 90 * time.Second},
+		{in: "forever", forever: true},
+		{in: "soon", err: true},
+		{in: "1e300", err: true},
+		{in: "NaN", err: true},
+	} {
+		var w waitValue
+		err := w.Set(tc.in)
+		if (err != nil) != tc.err || w.d != tc.want || w.forever != tc.forever {
+			t.Errorf("Set(%q) = %v, %+v; want %v, forever %v, error %v", tc.in, err, w, tc.want, tc.forever, tc.err)
 		}
 	}
 }

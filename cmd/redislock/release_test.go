@@ -46,3 +46,27 @@ func TestRelease(t *testing.T) {
 		}
 	})
 }
+
+// TestReleasePartlyLost: releasing a multi-key lock of which one key is no
+// longer held deletes the key still held, exits 3, and says the lock was
+// partly lost (not that nothing was deleted).
+func TestReleasePartlyLost(t *testing.T) {
+	t.Parallel()
+	conn, rdb := topologies[0].conn(t)
+	ctx := context.Background()
+	kept, gone := redistest.Key(t, "kept"), redistest.Key(t, "gone")
+	lock, err := redislock.New(rdb).ObtainMulti(ctx, []string{kept, gone}, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Del(ctx, gone).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := redislockCmd(t, nil, args("release", conn, kept, gone, "--token", lock.Token())...)
+	if r.code != exitNotHeld || r.stdout != "released "+kept+"\n" || !strings.Contains(r.stderr, "lock was partly lost") || strings.Contains(r.stderr, "nothing") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d, %s released, and the lock partly lost", r.code, r.stdout, r.stderr, exitNotHeld, kept)
+	}
+	if exists(t, rdb, kept) {
+		t.Errorf("%s still held", kept)
+	}
+}

@@ -410,3 +410,56 @@ func TestRunInterruptedWaiting(t *testing.T) {
 		t.Errorf("holder: exit %d; stderr: %s", code, holder.stderr)
 	}
 }
+
+// TestRunFlockFlags: the flags of flock(1) and its kin: -q says nothing
+// on a conflict, -E sets its exit code, -w takes seconds, --wait forever
+// waits until the holder is done, -c runs a shell command, and -v reports
+// the lock obtained, refreshed (with its fencing token) and released.
+func TestRunFlockFlags(t *testing.T) {
+	t.Parallel()
+	conn, rdb := topologies[0].conn(t)
+	key := redistest.Key(t, "lock")
+	env, a := runArgs(conn, nil, key, "hold", "0")
+	holder := start(t, env, a...)
+	parseEnvLine(t, holder)
+	holder.expect("ready")
+
+	env, b := runArgs(conn, []string{"-q"}, key, "exit", "0")
+	if r := redislockCmd(t, env, b...); r.code != exitConflict || r.stderr != "" || r.stdout != "" {
+		t.Errorf("-q: exit %d, stdout %q, stderr %q; want %d and nothing said", r.code, r.stdout, r.stderr, exitConflict)
+	}
+	env, b = runArgs(conn, []string{"-E", "3", "-n"}, key, "exit", "0")
+	if r := redislockCmd(t, env, b...); r.code != 3 {
+		t.Errorf("-E 3 -n: exit %d, want 3; stderr %q", r.code, r.stderr)
+	}
+	env, b = runArgs(conn, []string{"-w", "0.3"}, key, "exit", "0")
+	if r := redislockCmd(t, env, b...); r.code != exitConflict || !strings.Contains(r.stderr, "not obtained within 300ms") || r.took < 300*time.Millisecond {
+		t.Errorf("-w 0.3: exit %d after %v, stderr %q; want %d after 300ms", r.code, r.took, r.stderr, exitConflict)
+	}
+
+	waiter := start(t, nil, args("run", conn, "--wait", "forever", "-v", key, "-c", `echo "shell $REDISLOCK_KEY"`)...)
+	queue := key + ":redislock:waiters"
+	pollUntil(t, "the waiter to queue in "+queue, func() bool { return exists(t, rdb, queue) })
+	_ = holder.stdin.Close()
+	if code := holder.wait(); code != 0 {
+		t.Errorf("holder: exit %d; stderr: %s", code, holder.stderr)
+	}
+	if got := waiter.line(); got != "shell "+key {
+		t.Errorf("waiter's shell command printed %q, want %q", got, "shell "+key)
+	}
+	if code := waiter.wait(); code != 0 {
+		t.Errorf("waiter: exit %d; stderr: %s", code, waiter.stderr)
+	}
+
+	fence := redistest.Tag(t) + ":fence"
+	env, b = runArgs(conn, []string{"-v", "--ttl", "300ms", "--fence-key", fence}, key, "sleep", "500ms")
+	r := redislockCmd(t, env, b...)
+	if r.code != 0 {
+		t.Fatalf("-v: exit %d; stderr: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"obtained " + key + " (token ", ", fence token ", "refreshed " + key, "released " + key} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("-v: stderr = %q, want it to contain %q", r.stderr, want)
+		}
+	}
+}

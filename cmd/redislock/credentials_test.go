@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// TestURLRedacted: no message shows the password of the URL, or a piece
+// of it, whether the URL comes from --redis or $REDIS_URL, and whatever
+// the password holds.
+func TestURLRedacted(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{
+		"redis://:hunter2@127.0.0.1:notaport",
+		"redis://user:hunter2@127.0.0.1:1/notadb",
+		"redis://:hun/ter2@127.0.0.1:notaport",
+		"redis://:hun#ter2@[::1:1",
+		"rediss://u:hun%zzter2@127.0.0.1:1?bogus=1",
+		"redis-sentinel://:hun/ter2@127.0.0.1:1",
+		"redis://:hun@ter2@127.0.0.1:1,127.0.0.1:2",
+	} {
+		for _, how := range []string{"flag", "env"} {
+			t.Run(how+"/"+url, func(t *testing.T) {
+				var env, a []string
+				if how == "flag" {
+					a = []string{"--redis", url}
+				} else {
+					env = []string{"REDIS_URL=" + url}
+				}
+				r := redislockCmd(t, env, append(append([]string{"status"}, a...), "k")...)
+				if r.code == 0 || r.stderr == "" {
+					t.Fatalf("exit %d, stderr %q; want a failure", r.code, r.stderr)
+				}
+				for _, secret := range []string{"hunter2", "hun", "ter2"} {
+					if strings.Contains(r.stderr, secret) {
+						t.Errorf("stderr = %q: it shows %q", r.stderr, secret)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestPassword: the password from the URL (holding "/", "#", "@" and
+// ":"), --password-file, $REDIS_PASSWORD or $REDISCLI_AUTH; without one,
+// redislock says that authentication failed.
+func TestPassword(t *testing.T) {
+	t.Parallel()
+	const password = "pa/ss#w@rd:x"
+	srv := redistest.NewServer(t, redistest.Redis)
+	if err := srv.Client(t).ConfigSet(context.Background(), "requirepass", password).Err(); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(file, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrong := filepath.Join(t.TempDir(), "wrong")
+	if err := os.WriteFile(wrong, []byte("wrong\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plain := []string{"--redis", "redis://" + srv.Addr()}
+	for _, tc := range []struct {
+		name string
+		conn []string
+		env  []string
+		code int
+		want string // on stderr
+	}{
+		{name: "url", conn: []string{"--redis", "redis://:" + password + "@" + srv.Addr()}},
+		{name: "url-escaped", conn: []string{"--redis", "redis://:pa%2Fss%23w%40rd%3Ax@" + srv.Addr()}},
+		{name: "file", conn: append([]string{"--password-file", file}, plain...)},
+		{name: "REDIS_PASSWORD", conn: plain, env: []string{"REDIS_PASSWORD=" + password}},
+		{name: "REDISCLI_AUTH", conn: plain, env: []string{"REDISCLI_AUTH=" + password}},
+		{name: "url-beats-env", conn: []string{"--redis", "redis://:" + password + "@" + srv.Addr()}, env: []string{"REDIS_PASSWORD=wrong"}},
+		{name: "none", conn: plain, code: exitFailure, want: "authentication failed at Redis at " + srv.Addr()},
+		{name: "wrong", conn: append([]string{"--password-file", wrong}, plain...), code: exitFailure, want: "authentication failed"},
+		{name: "file-and-url", conn: []string{"--password-file", file, "--redis", "redis://:x@" + srv.Addr()}, code: exitUsage, want: "give one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			key := redistest.Key(t, "lock")
+			env, a := runArgs(tc.conn, nil, key, "exit", "0")
+			r := redislockCmd(t, append(env, tc.env...), a...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, tc.code, tc.want)
+			}
+			if strings.Contains(r.stderr, "pa/ss") || strings.Contains(r.stderr, "w@rd") {
+				t.Errorf("stderr = %q shows the password", r.stderr)
+			}
+		})
+	}
+}
+
+// TestTLSFlags: a server that asks for client certificates (Redis's
+// default), reached with --tls-ca, --tls-cert and --tls-key; without the
+// client certificate it refuses; --tls-insecure skips verifying the
+// server; the flags need a rediss:// URL.
+func TestTLSFlags(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewTLSServer(t, redistest.Redis)
+	conn := []string{"--redis", "rediss://" + srv.TLSAddr()}
+	cert := []string{"--tls-cert", srv.ClientCertFile(), "--tls-key", srv.ClientKeyFile()}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		code  int
+		want  string
+	}{
+		{name: "ca-and-cert", flags: append([]string{"--tls-ca", srv.CAFile()}, cert...)},
+		{name: "insecure", flags: append([]string{"--tls-insecure"}, cert...)},
+		{name: "no-client-cert", flags: []string{"--tls-ca", srv.CAFile()}, code: exitFailure, want: "cannot reach"},
+		{name: "untrusted", flags: cert, code: exitFailure, want: "certificate"},
+		{name: "cert-without-key", flags: []string{"--tls-cert", srv.ClientCertFile()}, code: exitUsage, want: "go together"},
+		{name: "not-rediss", flags: append([]string{"--redis", "redis://" + srv.TLSAddr(), "--tls-ca", srv.CAFile()}, cert...), code: exitUsage, want: "rediss://"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			key := redistest.Key(t, "lock")
+			env, a := runArgs(append(append([]string{}, conn...), tc.flags...), nil, key, "exit", "0")
+			r := redislockCmd(t, env, a...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, tc.code, tc.want)
+			}
+			if tc.code == 0 && !strings.HasPrefix(r.stdout, "env "+key+" ") {
+				t.Errorf("stdout = %q, want the command's env line", r.stdout)
+			}
+		})
+	}
+}
