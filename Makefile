@@ -35,9 +35,13 @@ LDFLAGS := -X main.version=$(VERSION)
 build:
 	cd cmd/redislock && $(GO) build -ldflags "$(LDFLAGS)" -o ../../bin/redislock .
 
-## install: the command-line tool, into $$GOBIN (go install ...@version cannot: its go.mod has a replace)
+## install: the command-line tool, into $$GOBIN (go install ...@version cannot: its go.mod has a replace), and its man page and bash/zsh completion under $$(DESTDIR)$$(PREFIX)
+PREFIX ?= /usr/local
 install:
 	cd cmd/redislock && $(GO) install -ldflags "$(LDFLAGS)" .
+	install -D -m 644 cmd/redislock/redislock.1 $(DESTDIR)$(PREFIX)/share/man/man1/redislock.1
+	install -D -m 644 cmd/redislock/completion/redislock.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/redislock
+	install -D -m 644 cmd/redislock/completion/_redislock $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_redislock
 
 ## bench: this library beside bsm/redislock, redsync, rueidislock and raw go-redis, one redis-server, one run (about 2½ minutes); writes bench/results/results.md and chart.svg
 bench: deps
