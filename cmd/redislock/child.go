@@ -15,7 +15,7 @@ import (
 const (
 	envKey        = "REDISLOCK_KEY"
 	envToken      = "REDISLOCK_TOKEN"
-	envFenceToken = "REDISLOCK_FENCE_TOKEN"
+	envFenceToken = "REDISLOCK_FENCE_TOKEN" //nolint:gosec // the name of a variable, not a credential
 )
 
 // childEnv returns env without any of the variables above (an outer

@@ -506,7 +506,7 @@ func (c *connFlags) connect(ctx context.Context, prog string, stderr io.Writer) 
 // as a seed of the whole Cluster.
 func (c *connFlags) dial(ctx context.Context, prog string, stderr io.Writer, until time.Time, note func(format string, args ...any)) (redis.UniversalClient, int, bool) {
 	fail := func(code int, format string, args ...any) (redis.UniversalClient, int, bool) {
-		fmt.Fprintf(stderr, "%s: %s\n", prog, fmt.Sprintf(format, args...))
+		_, _ = fmt.Fprintf(stderr, "%s: %s\n", prog, fmt.Sprintf(format, args...))
 		return nil, code, false
 	}
 	e, err := c.endpoint(false)

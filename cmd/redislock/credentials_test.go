@@ -51,7 +51,7 @@ func TestURLRedacted(t *testing.T) {
 // redislock says that authentication failed.
 func TestPassword(t *testing.T) {
 	t.Parallel()
-	const password = "pa/ss#w@rd:x"
+	const password = "pa/ss#w@rd:x" //nolint:gosec // a test server's
 	srv := redistest.NewServer(t, redistest.Redis)
 	if err := srv.Client(t).ConfigSet(context.Background(), "requirepass", password).Err(); err != nil {
 		t.Fatal(err)

@@ -83,7 +83,7 @@ func parseRunArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (ke
 // usageFailure reports a usage error of the subcommand name on stderr in
 // one line, with a pointer to its help, and returns exit code 2.
 func usageFailure(stderr io.Writer, name, msg string) int {
-	fmt.Fprintf(stderr, "redislock %s: %s\nsee 'redislock %s --help'\n", name, msg, name)
+	_, _ = fmt.Fprintf(stderr, "redislock %s: %s\nsee 'redislock %s --help'\n", name, msg, name)
 	return exitUsage
 }
 
@@ -192,7 +192,7 @@ func printFlags(w io.Writer, fs *flag.FlagSet, short aliases) {
 		if def := f.DefValue; def != "" && def != "false" && def != "0s" && !strings.Contains(usage, "default") {
 			usage += " (default " + def + ")"
 		}
-		fmt.Fprintf(w, "%s\n        %s\n", head, strings.ReplaceAll(usage, "\n", "\n        "))
+		_, _ = fmt.Fprintf(w, "%s\n        %s\n", head, strings.ReplaceAll(usage, "\n", "\n        "))
 	}
 }
 

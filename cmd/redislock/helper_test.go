@@ -76,7 +76,7 @@ func helperMain(mode string, args []string) int {
 		return 1
 	case "heartbeat":
 		signal.Ignore(syscall.SIGTERM)
-		f, err := os.OpenFile(arg, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := os.OpenFile(arg, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) //nolint:gosec // a file the test names
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -92,7 +92,7 @@ func helperMain(mode string, args []string) int {
 			time.Sleep(time.Millisecond) // the pace of the heartbeat, not a synchronisation
 		}
 	case "stamp":
-		if err := os.WriteFile(arg, fmt.Appendf(nil, "%d\n", time.Now().UnixNano()), 0o600); err != nil {
+		if err := os.WriteFile(arg, fmt.Appendf(nil, "%d\n", time.Now().UnixNano()), 0o600); err != nil { //nolint:gosec // a file the test names
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

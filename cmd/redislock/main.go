@@ -31,6 +31,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Writes to stdout and stderr are not checked (they are discarded with
+// "_, _ ="): a failing terminal or pipe leaves nowhere to report it.
+
 // command is one subcommand: "redislock <name> [flags]".
 type command struct {
 	name    string
@@ -95,20 +98,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "redislock: unknown command %q\nsee 'redislock --help'\n", args[0])
+	_, _ = fmt.Fprintf(stderr, "redislock: unknown command %q\nsee 'redislock --help'\n", args[0])
 	return exitUsage
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: redislock <command> [flags]")
-	fmt.Fprintln(w, "       redislock --version")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Commands:")
+	_, _ = fmt.Fprintln(w, "usage: redislock <command> [flags]")
+	_, _ = fmt.Fprintln(w, "       redislock --version")
+	_, _ = fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w, "Commands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		_, _ = fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, mainHelp)
+	_, _ = fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w, mainHelp)
 }
 
 const mainHelp = `Redis: --redis URL on each command, else $REDIS_URL, else redis://127.0.0.1:6379;

@@ -45,9 +45,9 @@ func newReleaseFlags() (fs *flag.FlagSet, token *string, conn *connFlags) {
 	token = fs.String("token", "", "the holder's `TOKEN` (required)")
 	conn = addConnFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", releaseHelp)
+		_, _ = fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", releaseHelp)
 		printFlags(fs.Output(), fs, nil)
-		fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
+		_, _ = fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
 	}
 	return fs, token, conn
 }
@@ -71,14 +71,14 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !ok {
 		return code
 	}
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 
 	locker := redislock.New(rdb)
 	lock, err := locker.Attach(keys, *token, 0)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		_, _ = fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return exitUsage
 	}
 	// Read the keys first, only to explain a refusal: Release deletes the
@@ -91,7 +91,7 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	switch {
 	case err == nil:
 		for _, k := range keys {
-			fmt.Fprintf(stdout, "released %s\n", k)
+			_, _ = fmt.Fprintf(stdout, "released %s\n", k)
 		}
 		return exitOK
 	case errors.Is(err, redislock.ErrLockNotHeld):
@@ -99,24 +99,24 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		for i, k := range keys {
 			switch info := before[i]; {
 			case info == nil:
-				fmt.Fprintf(stderr, "%s: %s: not held with this token\n", prog, k)
+				_, _ = fmt.Fprintf(stderr, "%s: %s: not held with this token\n", prog, k)
 			case !info.Held:
-				fmt.Fprintf(stderr, "%s: %s: not held (expired, or released already)\n", prog, k)
+				_, _ = fmt.Fprintf(stderr, "%s: %s: not held (expired, or released already)\n", prog, k)
 			case info.Token != *token:
-				fmt.Fprintf(stderr, "%s: %s: refused: held with another token (metadata %q): left alone\n", prog, k, info.Metadata)
+				_, _ = fmt.Fprintf(stderr, "%s: %s: refused: held with another token (metadata %q): left alone\n", prog, k, info.Metadata)
 			case len(keys) == 1:
-				fmt.Fprintf(stderr, "%s: %s: not held (it expired meanwhile)\n", prog, k)
+				_, _ = fmt.Fprintf(stderr, "%s: %s: not held (it expired meanwhile)\n", prog, k)
 			default:
 				// A key of a multi-key lock that was still ours.
 				partly = true
-				fmt.Fprintf(stdout, "released %s\n", k)
+				_, _ = fmt.Fprintf(stdout, "released %s\n", k)
 			}
 		}
 		if partly {
-			fmt.Fprintf(stderr, "%s: lock was partly lost: the keys still held with this token were released, the others were not held with it\n", prog)
+			_, _ = fmt.Fprintf(stderr, "%s: lock was partly lost: the keys still held with this token were released, the others were not held with it\n", prog)
 		}
 		return exitNotHeld
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	_, _ = fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 	return exitFailure
 }

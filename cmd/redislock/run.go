@@ -153,9 +153,9 @@ func newRunFlags() (*flag.FlagSet, *runOptions, aliases) {
 	short.alias(fs, "q", "quiet")
 	short.alias(fs, "v", "verbose")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", runHelp)
+		_, _ = fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", runHelp)
 		printFlags(fs.Output(), fs, short)
-		fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
+		_, _ = fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
 	}
 	return fs, o, short
 }
@@ -213,7 +213,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	path, status, err := lookCommand(command[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		_, _ = fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return status
 	}
 
@@ -251,7 +251,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return code
 	}
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 
 	lock, code, ok := r.obtain(wctx, rdb, until, &o.wait, o.fenceKey, o.metadata, o.conflictCode)
 	if sig, interrupted := stopWatch(); interrupted {
@@ -307,7 +307,7 @@ type runner struct {
 
 // say writes one line on stderr, prefixed with the program's name.
 func (r *runner) say(format string, args ...any) {
-	fmt.Fprintf(r.stderr, "%s: %s\n", r.prog, fmt.Sprintf(format, args...))
+	_, _ = fmt.Fprintf(r.stderr, "%s: %s\n", r.prog, fmt.Sprintf(format, args...))
 }
 
 // obtain takes the lock, waiting until until when wait asks for it, and

@@ -78,9 +78,9 @@ func newStatusFlags() (*flag.FlagSet, *statusOptions) {
 	fs.BoolVar(&o.showToken, "show-token", false, "show whole tokens in the table")
 	o.conn = addConnFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", statusHelp)
+		_, _ = fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", statusHelp)
 		printFlags(fs.Output(), fs, nil)
-		fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
+		_, _ = fmt.Fprintf(fs.Output(), "\n%s\n", connHelp)
 	}
 	return fs, o
 }
@@ -107,20 +107,20 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !ok {
 		return code
 	}
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 
 	report, err := readStatus(ctx, rdb, keys, *fenceKey)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		_, _ = fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return exitFailure
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(report); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+			_, _ = fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 			return exitFailure
 		}
 		return exitOK
@@ -179,13 +179,13 @@ func fenceCounter(ctx context.Context, rdb redis.UniversalClient, key string) (i
 // printStatus writes report as a table.
 func printStatus(w io.Writer, report *statusReport, showToken bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tHELD\tTTL\tMETADATA\tTOKEN\tFENCE TOKEN")
+	_, _ = fmt.Fprintln(tw, "KEY\tHELD\tTTL\tMETADATA\tTOKEN\tFENCE TOKEN")
 	for _, l := range report.Locks {
 		switch {
 		case !l.Held:
-			fmt.Fprintf(tw, "%s\tno\t-\t-\t-\t-\n", l.Key)
+			_, _ = fmt.Fprintf(tw, "%s\tno\t-\t-\t-\t-\n", l.Key)
 		case l.Foreign:
-			fmt.Fprintf(tw, "%s\tyes (foreign)\t%s\t-\t-\t-\n", l.Key, formatTTL(l.TTLms))
+			_, _ = fmt.Fprintf(tw, "%s\tyes (foreign)\t%s\t-\t-\t-\n", l.Key, formatTTL(l.TTLms))
 		default:
 			token := l.Token
 			if !showToken {
@@ -195,12 +195,12 @@ func printStatus(w io.Writer, report *statusReport, showToken bool) {
 			if l.FenceToken != 0 {
 				fence = strconv.FormatInt(l.FenceToken, 10)
 			}
-			fmt.Fprintf(tw, "%s\tyes\t%s\t%s\t%s\t%s\n", l.Key, formatTTL(l.TTLms), strconv.Quote(l.Metadata), token, fence)
+			_, _ = fmt.Fprintf(tw, "%s\tyes\t%s\t%s\t%s\t%s\n", l.Key, formatTTL(l.TTLms), strconv.Quote(l.Metadata), token, fence)
 		}
 	}
 	_ = tw.Flush()
 	if report.FenceCounter != nil {
-		fmt.Fprintf(w, "fence counter %s: %d\n", report.FenceKey, *report.FenceCounter)
+		_, _ = fmt.Fprintf(w, "fence counter %s: %d\n", report.FenceKey, *report.FenceCounter)
 	}
 }
 

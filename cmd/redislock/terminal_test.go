@@ -26,7 +26,7 @@ type terminal struct {
 
 func startTerminal(t *testing.T, args ...string) *terminal {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(binary, args...) //nolint:gosec // the binary under test
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	ptmx, err := pty.Start(cmd)
 	if err != nil {
@@ -38,7 +38,7 @@ func startTerminal(t *testing.T, args ...string) *terminal {
 		defer close(copied)
 		// Reading ends with EIO once every process has closed the terminal.
 		if _, err := io.Copy(term.out, ptmx); err != nil && !errors.Is(err, syscall.EIO) {
-			term.out.Write([]byte("\n[read: " + err.Error() + "]"))
+			_, _ = term.out.Write([]byte("\n[read: " + err.Error() + "]")) // a syncBuffer does not fail
 		}
 	}()
 	go func() {

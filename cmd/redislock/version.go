@@ -77,7 +77,7 @@ func moduleVersion(info *debug.BuildInfo) string {
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: redislock version
+		_, _ = fmt.Fprintln(fs.Output(), `usage: redislock version
        redislock --version
 
 Prints the version of redislock, of the library and go-redis it was built
@@ -93,6 +93,6 @@ Examples:
 	if fs.NArg() > 0 {
 		return usageFailure(stderr, "version", fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
-	fmt.Fprintln(stdout, versionLine())
+	_, _ = fmt.Fprintln(stdout, versionLine())
 	return exitOK
 }

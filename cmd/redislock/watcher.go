@@ -38,9 +38,9 @@ func startWatcher(stderr io.Writer) (*watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, watcherArg)
-	cmd.Args[0] = "redislock" // as ps shows it
-	cmd.ExtraFiles = []*os.File{r} // fd 3
+	cmd := exec.Command(exe, watcherArg) //nolint:gosec // redislock itself, from /proc/self/exe
+	cmd.Args[0] = "redislock"            // as ps shows it
+	cmd.ExtraFiles = []*os.File{r}       // fd 3
 	if f, ok := stderr.(*os.File); ok {
 		cmd.Stderr = f
 	}
@@ -98,9 +98,9 @@ func watcherMain() int {
 		return 0 // the command and all it started had ended
 	}
 	if err := signalGroup(pgid, syscall.SIGKILL); err != nil {
-		fmt.Fprintf(os.Stderr, "redislock run: died while its command ran; cannot kill the command's process group %d: %v\n", pgid, err)
+		_, _ = fmt.Fprintf(os.Stderr, "redislock run: died while its command ran; cannot kill the command's process group %d: %v\n", pgid, err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "redislock run: died while its command ran; the command's process group %d was killed (SIGKILL)\n", pgid)
+	_, _ = fmt.Fprintf(os.Stderr, "redislock run: died while its command ran; the command's process group %d was killed (SIGKILL)\n", pgid)
 	return 0
 }
