@@ -9,15 +9,18 @@
 //	redislock status [flags] KEY...
 //	redislock release [flags] KEY... --token TOKEN
 //	redislock demo [--redis URL]
+//	redislock completion bash|zsh
 //	redislock version
 //
 // Run "redislock --help" for the list of commands and "redislock <command>
-// --help" for the flags of one, with examples.
+// --help" for the flags of one, with examples; redislock.1 is the man page.
 //
 // It is a module of its own so that what it needs (an embedded miniredis
-// for the demo) never becomes a dependency of the library. Install it from
-// a checkout with "cd cmd/redislock && go install ." (its go.mod replaces
-// the library with the checkout, which "go install ...@version" refuses).
+// for the demo, a pty for the tests) never becomes a dependency of the
+// library. Install it from a checkout with "make install" (the binary, the
+// man page and the completion scripts) or "cd cmd/redislock && go install
+// ." (its go.mod replaces the library with the checkout, which "go install
+// ...@version" refuses).
 package main
 
 import (

@@ -8,9 +8,10 @@ import (
 	"github.com/redislock/redislock/internal/redistest"
 )
 
-// TestTLS: "run" and "status" over rediss://. The tool has no flag for a CA
-// or a client certificate, so the server does not ask for one and the tool
-// trusts the test's CA through SSL_CERT_FILE, which Go reads on Unix.
+// TestTLS: "run" and "status" over rediss://, the server not asking for a
+// client certificate and the tool trusting the test's CA through
+// SSL_CERT_FILE, which Go reads on Unix (TestTLSFlags covers --tls-ca and
+// client certificates).
 func TestTLS(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewTLSServer(t, redistest.Redis, "--tls-auth-clients", "no")
