@@ -174,14 +174,22 @@ func splitUserinfo(raw string) (scheme, userinfo, rest string) {
 	return scheme, rest[:at], rest[at+1:]
 }
 
-// redactURL returns raw with its user information, if any, replaced by
-// "xxxxx": the form of a URL that messages may show.
+// redactURL returns raw with everything between "://" and its last "@",
+// if any, replaced by "xxxxx": the form of a URL that messages may show.
+// It hides more than the user information where an "@" follows it (in a
+// query, or a password with "?" that splitUserinfo would not take for
+// one): messages never show a piece of a password.
 func redactURL(raw string) string {
-	scheme, userinfo, rest := splitUserinfo(raw)
-	if userinfo == "" {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		i = -3 // host:port, short for redis://host:port
+	}
+	rest := raw[i+3:]
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
 		return raw
 	}
-	return scheme + "xxxxx@" + rest
+	return raw[:i+3] + "xxxxx@" + rest[at+1:]
 }
 
 // escapeUserinfo returns raw with its user information percent-encoded as
@@ -334,6 +342,10 @@ func parseEndpoint(raw string, cluster bool, sentinelMaster string) (*endpoint, 
 		}
 		return &endpoint{single: o}, nil
 	default:
+		if !validScheme(scheme) {
+			// Quoted, the text before "://" could show a password.
+			return nil, errors.New("the URL does not start with a scheme (want redis, rediss, unix, redis-sentinel or rediss-sentinel)")
+		}
 		return nil, fmt.Errorf("unsupported URL scheme %q (want redis, rediss, unix, redis-sentinel or rediss-sentinel)", scheme)
 	}
 	if cluster && sentinel {
@@ -412,6 +424,20 @@ func parseEndpoint(raw string, cluster bool, sentinelMaster string) (*endpoint, 
 		return nil, err
 	}
 	return &endpoint{single: o}, nil
+}
+
+// validScheme reports whether s has the form of a URL scheme (RFC 3986):
+// a letter, then letters, digits, "+", "-" and ".".
+func validScheme(s string) bool {
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 // splitHosts splits a comma-separated list of host[:port] into host:port

@@ -328,3 +328,25 @@ func TestClusterWithoutFlag(t *testing.T) {
 		t.Errorf("status through %s: exit %d, stderr %q", seed, r.code, r.stderr)
 	}
 }
+
+// FuzzRedactedError: the error for a URL that does not parse never shows
+// its password, whatever the password and the rest of the URL hold.
+func FuzzRedactedError(f *testing.F) {
+	for _, s := range [][2]string{{"", "127.0.0.1:notaport"}, {"/x", "h:1"}, {"?a", "h:1/x"}, {"#", "[::1"}, {"@", "h:1,h:2"}, {"%zz", "h:1?bogus=1"}} {
+		f.Add(s[0], s[1], false)
+	}
+	f.Fuzz(func(t *testing.T, pass, rest string, cluster bool) {
+		const mark = "S3CRET"
+		if strings.Contains(rest, mark) {
+			return
+		}
+		for _, raw := range []string{"redis://:" + mark + pass + "@" + rest, "user:" + mark + pass + "@" + rest, "redis-sentinel://u:" + mark + pass + "@" + rest} {
+			if _, err := parseEndpoint(raw, cluster, ""); err == nil {
+				continue
+			}
+			if err := redactedError(raw, cluster, ""); strings.Contains(err.Error(), mark) {
+				t.Fatalf("the error for %q shows the password: %v", raw, err)
+			}
+		}
+	})
+}

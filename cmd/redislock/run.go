@@ -227,7 +227,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	r := &runner{
 		prog: prog, key: key, ttl: *o.ttl, grace: *o.grace, stderr: stderr,
-		quiet: o.quiet, events: noEvents{},
+		quiet: o.quiet, verbose: o.verbose, events: noEvents{},
 	}
 	if o.verbose {
 		r.events = &verboseEvents{say: r.say}
@@ -302,7 +302,10 @@ type runner struct {
 	grace  time.Duration
 	stderr io.Writer
 	quiet  bool
-	events lockEvents
+	// verbose: events go to stderr, and refreshes are looked for on a
+	// ticker too, to be told as they happen.
+	verbose bool
+	events  lockEvents
 }
 
 // say writes one line on stderr, prefixed with the program's name.

@@ -112,7 +112,7 @@ func (r *runner) supervise(ctx context.Context, lock *redislock.Lock, path strin
 	check := time.NewTimer(stopAt())
 	defer check.Stop()
 	var tick <-chan time.Time
-	if _, verbose := r.events.(*verboseEvents); verbose {
+	if r.verbose {
 		t := time.NewTicker(max(r.ttl/10, 10*time.Millisecond))
 		defer t.Stop()
 		tick = t.C
