@@ -88,7 +88,7 @@ func TestEndpointClientDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := e.client()
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	o := c.(interface{ Options() *redis.Options }).Options()
 	if o.DialTimeout != 7*time.Second || o.DialerRetries != dialerRetries || o.MaxRetries != maxRetries || !o.ContextTimeoutEnabled {
 		t.Errorf("options: dial timeout %v, dialer retries %d, max retries %d, context timeouts %v; want the URL's 7s, then %d, %d, true",

@@ -38,13 +38,13 @@ func (b buildFirst) Run() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: nothing to do if it stays
 	binary = filepath.Join(dir, "redislock")
 	args := []string{"build", "-o", binary}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	cmd := exec.Command("go", append(args, ".")...)
+	cmd := exec.Command("go", append(args, ".")...) //nolint:gosec // go build of this package
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		return 1
@@ -73,7 +73,7 @@ type proc struct {
 // and stops it, if still running, at the end of the test.
 func start(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(binary, args...) //nolint:gosec // the binary under test
 	// A binary built with -race sleeps a second at exit by default, and so
 	// does the test binary as a helper command.
 	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), env...)

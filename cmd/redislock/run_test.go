@@ -241,7 +241,7 @@ func TestRunLostFoundAtRelease(t *testing.T) {
 // TestRunFence: REDISLOCK_FENCE_TOKEN increases from one run to the next;
 // without --fence-key it is not set, even when inherited.
 func TestRunFence(t *testing.T) {
-	forEachTopology(t, func(t *testing.T, conn []string, rdb redis.UniversalClient) {
+	forEachTopology(t, func(t *testing.T, conn []string, _ redis.UniversalClient) {
 		key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
 		var last int64
 		for i := range 3 {
