@@ -10,16 +10,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// childAttr puts the command in a process group of its own, whose id is its
-// pid, so that signals and a lost lock reach everything it started; gives
+// childAttr puts the command in the process group pgid (the watcher's,
+// see [watcher]), or in a group of its own whose id is its pid when pgid
+// is 0, so that signals and a lost lock reach everything it started; gives
 // that group the terminal tty (a descriptor of redislock), unless tty is
 // -1; and has the kernel send the command SIGKILL if redislock dies without
 // stopping it (killed with SIGKILL, a crash), since nothing keeps its lock
 // alive then. The kernel sends that signal when the thread that started the
 // command exits: "run" locks its goroutine to that thread until the command
-// has exited. (The watcher process covers the rest of the group.)
-func childAttr(tty int) *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+// has exited. (The watcher covers the rest of the group.)
+func childAttr(pgid, tty int) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Pdeathsig: syscall.SIGKILL}
 	if tty >= 0 {
 		a.Foreground, a.Ctty = true, tty
 	}

@@ -7,12 +7,13 @@ import (
 	"syscall"
 )
 
-// childAttr puts the command in a process group of its own, whose id is its
-// pid, so that signals and a lost lock reach everything it started. Outside
-// Linux the command is not given the terminal (tty is ignored), and only
-// the watcher process stops it if redislock is killed with SIGKILL.
-func childAttr(tty int) *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+// childAttr puts the command in the process group pgid (the watcher's),
+// or in a group of its own when pgid is 0, so that signals and a lost lock
+// reach everything it started. Outside Linux the command is not given the
+// terminal (tty is ignored), and only the watcher process stops it if
+// redislock is killed with SIGKILL.
+func childAttr(pgid, tty int) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 }
 
 // foregroundTerminal returns -1: outside Linux the command is not given

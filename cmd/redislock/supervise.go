@@ -18,7 +18,8 @@ import (
 type job struct {
 	cmd  *exec.Cmd
 	name string // as the user gave it, for messages
-	pgid int    // its process group: its pid
+	pid  int    // its process id
+	pgid int    // its process group: the watcher's, or its pid
 	tty  int    // the terminal its group was given, or -1
 }
 
@@ -78,7 +79,7 @@ func (r *runner) supervise(ctx context.Context, lock *redislock.Lock, path strin
 		cmd.Args[0] = command[0]
 		cmd.Env = childEnv(os.Environ(), r.key, lock.Token(), lock.FenceToken(), lock.FenceToken() != 0)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, r.stderr
-		cmd.SysProcAttr = childAttr(j.tty)
+		cmd.SysProcAttr = childAttr(watch.pgid(), j.tty)
 		return cmd
 	}
 	// The thread that starts the command must live until it exits: see
@@ -92,6 +93,15 @@ func (r *runner) supervise(ctx context.Context, lock *redislock.Lock, path strin
 		j.cmd = newCmd()
 		err = j.cmd.Start()
 	}
+	if err != nil && watch != nil {
+		// The watcher's group could not be joined (it died?): run in a
+		// group of the command's own, without it.
+		r.say("cannot join the watcher's process group (%v): if redislock is killed, what %s started may outlive the lock", err, command[0])
+		watch.disarm()
+		watch = nil
+		j.cmd = newCmd()
+		err = j.cmd.Start()
+	}
 	if err != nil {
 		watch.disarm()
 		r.say("start %s: %v", command[0], err)
@@ -99,12 +109,16 @@ func (r *runner) supervise(ctx context.Context, lock *redislock.Lock, path strin
 		return exitCannotRun
 	}
 	ignoreTTOU()
-	j.pgid = j.cmd.Process.Pid
-	watch.arm(j.pgid)
+	j.pid = j.cmd.Process.Pid
+	j.pgid = j.pid
+	if watch != nil {
+		j.pgid = watch.pgid()
+	}
+	watch.started()
 
 	done := make(chan struct{})
 	stops := make(chan syscall.Signal)
-	go watchStops(j.pgid, stops, done)
+	go watchStops(j.pid, stops, done)
 	exited := make(chan error, 1)
 	go func() { exited <- j.cmd.Wait() }()
 

@@ -7,8 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -20,15 +18,22 @@ const watcherArg = "__redislock-watch-group"
 // redislock dies while the command may run: redislock holds the write end
 // of a pipe whose read end the watcher reads, and the kernel closes it
 // when redislock dies, however it dies.
+//
+// The command's process group is the watcher's own: the watcher is
+// started first, in a new process group, and the command joins it. So the
+// group is known to the watcher before the command runs, and no moment is
+// left in which the command could start processes that a death of
+// redislock would not reach. Once the command has started, the watcher
+// moves into redislock's process group: the command's group holds the
+// command and what it started only.
 type watcher struct {
 	cmd  *exec.Cmd
 	pipe *os.File // the write end
 }
 
-// startWatcher starts the watcher: redislock itself, in a process group
-// of its own (so that signals for redislock's group or the command's, from
-// a terminal say, do not reach it), with stderr for its one message. It
-// does not wait for it. Tell it the group to watch with arm.
+// startWatcher starts the watcher: redislock itself, in a new process
+// group whose id, [watcher.pgid], the command must join (see childAttr),
+// with stderr for its one message. It does not wait for it.
 func startWatcher(stderr io.Writer) (*watcher, error) {
 	exe, err := selfExe()
 	if err != nil {
@@ -54,12 +59,22 @@ func startWatcher(stderr io.Writer) (*watcher, error) {
 	return &watcher{cmd: cmd, pipe: w}, nil
 }
 
-// arm tells the watcher the process group to kill if redislock dies.
-func (w *watcher) arm(pgid int) {
+// pgid returns the process group the command is to join: the watcher's.
+// A nil watcher returns 0: the command makes a group of its own.
+func (w *watcher) pgid() int {
+	if w == nil {
+		return 0
+	}
+	return w.cmd.Process.Pid
+}
+
+// started tells the watcher that the command runs in its group, which it
+// may leave now.
+func (w *watcher) started() {
 	if w == nil {
 		return
 	}
-	_, _ = fmt.Fprintf(w.pipe, "%d\n", pgid) // a watcher that died cannot be told; nothing else to do
+	_, _ = io.WriteString(w.pipe, "started\n") // a watcher that died cannot be told; nothing else to do
 }
 
 // disarm tells the watcher to exit without killing anything, and waits for
@@ -68,39 +83,50 @@ func (w *watcher) disarm() {
 	if w == nil {
 		return
 	}
-	_, _ = io.WriteString(w.pipe, "done\n") // as in arm
+	_, _ = io.WriteString(w.pipe, "done\n") // as in started
 	_ = w.pipe.Close()
 	_ = w.cmd.Wait() // its exit status says nothing more
 }
 
-// watcherMain is redislock run as the watcher: it reads the process group
-// to watch from fd 3, then waits for the end of the pipe. "done" first
-// means redislock finished with the group; the pipe closing without it
-// means redislock died, and the group gets SIGKILL. It returns the exit
-// code.
+// watcherMain is redislock run as the watcher, in a process group of its
+// own, G, which the command joins: it reads the pipe on fd 3 to its end.
+// "started" means the command runs in G: the watcher moves to the process
+// group of redislock. "done" means redislock finished with G. The pipe
+// closing before "done" means redislock died: G gets SIGKILL. It returns
+// the exit code.
 func watcherMain() int {
-	// Terminal signals are not for it; it ends when the pipe does.
-	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	in := bufio.NewReader(os.NewFile(3, "redislock-pipe"))
-	line, err := in.ReadString('\n')
+	// Signals for redislock's group or the command's, from a terminal or
+	// forwarded, are not for the watcher: it ends when the pipe does.
+	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGUSR2,
+		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	group := os.Getpid()
+	parentGroup, err := syscall.Getpgid(os.Getppid())
 	if err != nil {
-		return 0 // redislock ended before starting a command
+		parentGroup = 0
 	}
-	pgid, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil || pgid <= 1 {
-		return 2
+	in := bufio.NewReader(os.NewFile(3, "redislock-pipe"))
+	for {
+		line, err := in.ReadString('\n')
+		switch {
+		case line == "started\n":
+			if parentGroup > 0 {
+				_ = syscall.Setpgid(0, parentGroup) // staying in G only makes G look busy longer
+			}
+			continue
+		case line == "done\n":
+			return 0
+		case err == nil:
+			continue // nothing else is sent
+		}
+		break // EOF: redislock died
 	}
-	rest, _ := io.ReadAll(in) // until redislock closes the pipe or dies
-	if string(rest) == "done\n" {
-		return 0
-	}
-	if !groupAlive(pgid) {
+	if syscall.Getpgrp() != group && !groupAlive(group) {
 		return 0 // the command and all it started had ended
 	}
-	if err := signalGroup(pgid, syscall.SIGKILL); err != nil {
-		_, _ = fmt.Fprintf(os.Stderr, "redislock run: died while its command ran; cannot kill the command's process group %d: %v\n", pgid, err)
+	fmt.Fprintf(os.Stderr, "redislock run: died while its command ran; killing the command's process group %d (SIGKILL)\n", group)
+	if err := signalGroup(group, syscall.SIGKILL); err != nil { // kills the watcher too while it is in G
+		fmt.Fprintf(os.Stderr, "redislock run: cannot kill process group %d: %v\n", group, err)
 		return 1
 	}
-	_, _ = fmt.Fprintf(os.Stderr, "redislock run: died while its command ran; the command's process group %d was killed (SIGKILL)\n", pgid)
 	return 0
 }
