@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -78,35 +79,54 @@ func TestRunCutStopsBeforeExpiry(t *testing.T) {
 	}
 }
 
-// TestRunSignalStoppedCommand: a signal forwarded to a stopped command is
-// followed by SIGCONT, so the command acts on it.
+// TestRunSignalStoppedCommand: the SIGTERM sent to a stopped command,
+// forwarded or for a lost lock, is followed by SIGCONT, so the command
+// acts on it.
 func TestRunSignalStoppedCommand(t *testing.T) {
 	t.Parallel()
-	conn, _ := topologies[0].conn(t)
-	key := redistest.Key(t, "lock")
-	// exec keeps the shell's pid: the helper's.
-	p := start(t, []string{helperEnv + "=trap"}, args("run", conn, key, "--", "sh", "-c", `echo "pid $$"; exec "$0"`, os.Args[0])...)
-	pid, err := strconv.Atoi(p.expect("pid "))
-	if err != nil {
-		t.Fatal(err)
-	}
-	parseEnvLine(t, p)
-	p.expect("ready")
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	// redislock tells of the stop once it has seen it.
-	pollUntil(t, "redislock to see the command stopped", func() bool {
-		return procState(pid) == 'T' && strings.Contains(p.stderr.String(), "stopped by SIGSTOP")
-	})
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if got := p.line(); got != "got SIGTERM" {
-		t.Errorf("command printed %q, want %q", got, "got SIGTERM")
-	}
-	if code := p.wait(); code != 9 {
-		t.Errorf("exit %d, want 9 (the command's); stderr: %s", code, p.stderr)
+	conn, rdb := topologies[0].conn(t)
+	for _, tc := range []struct {
+		name string
+		stop func(t *testing.T, p *proc, key string) // what makes redislock send SIGTERM
+		code int
+	}{
+		{"forwarded", func(t *testing.T, p *proc, _ string) {
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+		}, 9},
+		{"lost", func(t *testing.T, _ *proc, key string) {
+			if err := rdb.Del(context.Background(), key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, exitLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			key := redistest.Key(t, "lock")
+			// exec keeps the shell's pid: the helper's.
+			p := start(t, []string{helperEnv + "=trap"}, args("run", conn, "--ttl", "1s", "--grace", "500ms", key, "--", "sh", "-c", `echo "pid $$"; exec "$0"`, os.Args[0])...)
+			pid, err := strconv.Atoi(p.expect("pid "))
+			if err != nil {
+				t.Fatal(err)
+			}
+			parseEnvLine(t, p)
+			p.expect("ready")
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			// redislock tells of the stop once it has seen it.
+			pollUntil(t, "redislock to see the command stopped", func() bool {
+				return procState(pid) == 'T' && strings.Contains(p.stderr.String(), "stopped by SIGSTOP")
+			})
+			tc.stop(t, p, key)
+			if got := p.line(); got != "got SIGTERM" {
+				t.Errorf("command printed %q, want %q", got, "got SIGTERM")
+			}
+			if code := p.wait(); code != tc.code {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tc.code, p.stderr)
+			}
+		})
 	}
 }
 
