@@ -206,18 +206,9 @@ func TestACLLeastPrivilege(t *testing.T) {
 // commandCalls returns how many times the server ran cmd (INFO commandstats).
 func commandCalls(t *testing.T, admin *redis.Client, cmd string) int64 {
 	t.Helper()
-	info, err := admin.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatalf("INFO commandstats: %v", err)
-	}
-	for line := range strings.SplitSeq(info, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls=")
-		if ok {
-			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest+",", ',')], 10, 64)
-			return n
-		}
-	}
-	return 0
+	rest, _ := strings.CutPrefix(redistest.Info(t, admin, "commandstats", "cmdstat_"+cmd), "calls=")
+	n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest+",", ',')], 10, 64)
+	return n
 }
 
 // README.md documents exactly the ACL that the test grants.

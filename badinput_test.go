@@ -417,18 +417,11 @@ func badCases() []badCase {
 // parallel, so that goleak sees its goroutines alone.
 func TestBadInput(t *testing.T) {
 	b := &badEnv{rdb: redistest.Standalone(t)}
-	b.master = redistest.NewServer(t, redistest.Redis, "--proto-max-bulk-len", "1mb", "--repl-diskless-sync-delay", "0")
-	b.replica = redistest.NewServer(t, redistest.Redis, "--replicaof", "127.0.0.1", strconv.Itoa(b.master.Port()))
+	// NewReplicated returns once the replica's link is up: a replica still
+	// loading its first sync answers LOADING, not READONLY.
+	b.master, b.replica = redistest.NewReplicated(t, redistest.Redis, "--proto-max-bulk-len", "1mb")
 	admin := b.master.Client(t)
 	ctx := context.Background()
-	// A replica still loading its first sync answers LOADING, not READONLY.
-	rc := b.replica.Client(t)
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(rc.Info(ctx, "replication").Val(), "master_link_status:up"); {
-		if time.Now().After(deadline) {
-			t.Fatal("the replica did not sync within 10s")
-		}
-		time.Sleep(10 * time.Millisecond) // polling the replica's state
-	}
 	for _, rule := range [][]any{
 		{"ACL", "SETUSER", "noscripts", "on", ">noscripts", "~*", "+@all", "-eval", "-evalsha", "-eval_ro", "-evalsha_ro", "-fcall"},
 		{"ACL", "SETUSER", "otherkeys", "on", ">otherkeys", "~other:*", "+@all"},
@@ -437,8 +430,12 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("%v: %v", rule, err)
 		}
 	}
-	b.notRedis = notRedisListener(t)
-	b.closed = closedPort(t)
+	b.notRedis = redistest.ServeTCP(t, func(c net.Conn) {
+		// Answers like an HTTP server and hangs up.
+		_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
+		_ = c.Close()
+	})
+	b.closed = redistest.DeadAddr(t)
 
 	cases := badCases()
 	if len(cases) < 25 {
@@ -468,43 +465,4 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	t.Logf("%d hostile inputs", len(cases))
-}
-
-// notRedisListener returns the address of a TCP listener that answers every
-// connection like an HTTP server and closes it. It runs until Cleanup.
-func notRedisListener(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
-			_ = c.Close()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		<-done
-	})
-	return l.Addr().String()
-}
-
-// closedPort returns an address of 127.0.0.1 where nothing listens.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }

@@ -87,7 +87,6 @@ func TestSentinelFailover(t *testing.T) {
 			demoted := waitRole(t, oldMaster, "slave", p.start)
 			t.Logf("figure: %s sentinel, SENTINEL FAILOVER: %v after it began, a client pinned to the old master and the failover client both held one lock; the old master became a replica after %v",
 				f, ms(strayAt), ms(demoted))
-			waitResynced(t, oldMaster, replica)
 			redistest.WaitSynced(t, replica, oldMaster)
 			if ttl, err := pinned.TTL(ctx); ttl != 0 || err != nil {
 				t.Errorf("lock granted by the old master, after its demotion: TTL() = %v, %v; want 0, nil (wiped by the resync)", ttl, err)
@@ -279,7 +278,7 @@ func prepareFailover(t *testing.T, client redis.UniversalClient, master, replica
 	// Scripts reach replicas as their effects: a replica that was never a
 	// master caches none, and answers NOSCRIPT to every EVALSHA once
 	// promoted. (A demoted master keeps the scripts it had.)
-	if n := info(t, replica, "memory")["number_of_cached_scripts"]; n != "0" {
+	if n := redistest.Info(t, replica.Client(t), "memory", "number_of_cached_scripts"); n != "0" {
 		t.Logf("figure: the replica caches %s scripts before the failover", n)
 	}
 	redistest.CutReplication(t, master, replica)
@@ -482,38 +481,15 @@ func (p *probe) wait(t *testing.T) probeResult {
 // ms rounds d to milliseconds, for figures.
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
-// waitRole polls s until INFO replication reports role, for at most 30 s,
-// and returns the time since start.
+// waitRole waits until INFO replication on s reports role, for at most
+// 30 s, and returns the time since start.
 func waitRole(t *testing.T, s *redistest.Server, role string, start time.Time) time.Duration {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for info(t, s, "replication")["role"] != role {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not a %s after 30 s", s, role)
-		}
-		time.Sleep(50 * time.Millisecond) // polling for the demotion
-	}
+	client := s.Client(t)
+	redistest.WaitFor(t, fmt.Sprintf("%s to be a %s", s, role), 30*time.Second, func() bool {
+		return redistest.Info(t, client, "replication", "role") == role
+	})
 	return time.Since(start)
-}
-
-// waitResynced blocks until demoted, a master turned into a replica of
-// master, has loaded master's data set: its link is up and no sync is in
-// progress. Before that its replication offset can be its own, from when
-// it was a master, which already passes redistest.WaitSynced while it
-// still holds its own keys.
-func waitResynced(t *testing.T, demoted, master *redistest.Server) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r := info(t, demoted, "replication")
-		if r["master_host"]+":"+r["master_port"] == master.Addr() && r["master_link_status"] == "up" && r["master_sync_in_progress"] == "0" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has not synced with %s after 30 s: %v", demoted, master, r)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the resync
-	}
 }
 
 // fenceCounter reads the fence counter key on s directly (0 when absent).
@@ -533,7 +509,7 @@ func fenceCounter(t *testing.T, s *redistest.Server, key string) int64 {
 // sent (INFO errorstats; 0 when none).
 func errorCount(t *testing.T, s *redistest.Server, prefix string) int64 {
 	t.Helper()
-	v, _ := strings.CutPrefix(info(t, s, "errorstats")["errorstat_"+prefix], "count=")
+	v, _ := strings.CutPrefix(redistest.Info(t, s.Client(t), "errorstats", "errorstat_"+prefix), "count=")
 	if v == "" {
 		return 0
 	}

@@ -13,25 +13,9 @@ import (
 	"github.com/redislock/redislock/internal/redistest"
 )
 
-// newReplicated starts a master and one replica of it, and waits until the
-// master counts the replica as online (after the replica's first ACK).
-func newReplicated(t *testing.T) (master, replica *redistest.Server) {
-	t.Helper()
-	master = redistest.NewServer(t, redistest.Redis, "--repl-diskless-sync-delay", "0")
-	replica = redistest.NewServer(t, redistest.Redis, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port()))
-	mc := master.Client(t)
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(mc.Info(context.Background(), "replication").Val(), "state=online"); {
-		if time.Now().After(deadline) {
-			t.Fatal("the replica did not sync within 10s")
-		}
-		time.Sleep(10 * time.Millisecond) // polling the replica's state
-	}
-	return master, replica
-}
-
 func TestMinReplicas(t *testing.T) {
 	t.Parallel()
-	master, replica := newReplicated(t)
+	master, replica := redistest.NewReplicated(t, redistest.Redis)
 	rdb := master.Client(t)
 	ctx := context.Background()
 	key, fence := "locks:job", "locks:job:fence"
@@ -201,7 +185,7 @@ func TestMinReplicasLongWaitNoReplica(t *testing.T) {
 // second.
 func TestMinReplicasLongWaitLateReplica(t *testing.T) {
 	t.Parallel()
-	master, replica := newReplicated(t)
+	master, replica := redistest.NewReplicated(t, redistest.Redis)
 	opts := master.Options()
 	opts.ReadTimeout = replicaReadTimeout
 	rdb := redis.NewClient(opts)

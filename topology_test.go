@@ -275,10 +275,10 @@ func scriptCalls(t *testing.T, c *redistest.Cluster) map[string]int64 {
 	t.Helper()
 	calls := make(map[string]int64)
 	for _, n := range c.Nodes() {
-		stats := info(t, n, "commandstats")
+		client := n.Client(t)
 		var sum int64
 		for _, cmd := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "script", "fcall", "fcall_ro"} {
-			for field := range strings.SplitSeq(stats["cmdstat_"+cmd], ",") {
+			for field := range strings.SplitSeq(redistest.Info(t, client, "commandstats", "cmdstat_"+cmd), ",") {
 				name, v, _ := strings.Cut(field, "=")
 				if name == "calls" || name == "failed_calls" || name == "rejected_calls" {
 					x, _ := strconv.ParseInt(v, 10, 64)
@@ -289,23 +289,4 @@ func scriptCalls(t *testing.T, c *redistest.Cluster) map[string]int64 {
 		calls[n.Addr()] = sum
 	}
 	return calls
-}
-
-// info returns the fields of one section of INFO on s, asked through a
-// connection of its own.
-func info(t *testing.T, s *redistest.Server, section string) map[string]string {
-	t.Helper()
-	client := redis.NewClient(s.Options())
-	defer client.Close()
-	text, err := client.Info(context.Background(), section).Result()
-	if err != nil {
-		t.Fatalf("INFO %s on %s: %v", section, s, err)
-	}
-	fields := make(map[string]string)
-	for line := range strings.Lines(text) {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			fields[k] = v
-		}
-	}
-	return fields
 }
