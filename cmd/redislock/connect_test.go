@@ -4,7 +4,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -135,7 +134,7 @@ func FuzzParseEndpoint(f *testing.F) {
 // flags exit 2.
 func TestConnectErrors(t *testing.T) {
 	t.Parallel()
-	dead, silent := deadAddr(t), silentAddr(t)
+	dead, silent := redistest.DeadAddr(t), redistest.SilentAddr(t)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -180,54 +179,6 @@ func TestConnectErrors(t *testing.T) {
 			})
 		}
 	}
-}
-
-// deadAddr returns a loopback address where nothing listens.
-func deadAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
-// silentAddr returns a loopback address that accepts connections and
-// never answers, like a server that hangs. The listener is closed when the
-// test ends.
-func silentAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns []net.Conn
-	var mu sync.Mutex
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return l.Addr().String()
 }
 
 // TestRunWaitRetriesConnection: while "run --wait" waits, a Redis that
@@ -279,7 +230,7 @@ func TestRunWaitRetriesConnection(t *testing.T) {
 	})
 	t.Run("refused", func(t *testing.T) {
 		t.Parallel()
-		addr := deadAddr(t)
+		addr := redistest.DeadAddr(t)
 		key := redistest.Key(t, "lock")
 		env, a := runArgs([]string{"--redis", "redis://" + addr}, []string{"--wait", "15s", "-v"}, key, "exit", "0")
 		p := start(t, env, a...)

@@ -360,16 +360,10 @@ func TestRunSentinel(t *testing.T) {
 	}
 }
 
-// pollUntil polls cond until it holds, failing the test after procTimeout.
+// pollUntil waits until cond holds, failing the test after procTimeout.
 func pollUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(procTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		pollPause()
-	}
+	redistest.WaitFor(t, what, procTimeout, cond)
 }
 
 // pollPause is the interval of polling loops: it paces them, it does not
