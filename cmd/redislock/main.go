@@ -60,9 +60,6 @@ func commands() []command {
 }
 
 func main() {
-	if len(os.Args) == 2 && os.Args[1] == watcherArg {
-		os.Exit(watcherMain())
-	}
 	// go-redis logs failed dials and the like on stderr; every error the
 	// tool meets is reported once, in its own words.
 	redis.SetLogger(quietLogger{})

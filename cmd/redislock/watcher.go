@@ -14,6 +14,18 @@ import (
 // the watcher of a command's process group (see startWatcher).
 const watcherArg = "__redislock-watch-group"
 
+// init turns the process into the watcher when it was started as one,
+// before anything else runs. It is here rather than in main so that any
+// binary that contains the run command, a test binary among them, serves
+// as its own watcher: re-executed with watcherArg, a test binary would
+// otherwise run its tests again, and those would start watchers of their
+// own, without end.
+func init() {
+	if len(os.Args) == 2 && os.Args[1] == watcherArg {
+		os.Exit(watcherMain())
+	}
+}
+
 // watcher is the process that kills the command's process group if
 // redislock dies while the command may run: redislock holds the write end
 // of a pipe whose read end the watcher reads, and the kernel closes it
