@@ -7,15 +7,39 @@
 SUBMODULES := $(wildcard cmd/redislock bench chaos)
 GO ?= go
 
-.PHONY: test demo deps vet build bench install chaos fuzz
+.PHONY: test test-go1.27 gotest lint tools demo deps vet build bench install chaos fuzz
 
-## test: install redis/valkey if missing, then go vet and every test with -race
-test: deps vet
+## test: golangci-lint, install redis/valkey if missing, then go vet and every test with -race
+test: lint deps vet gotest
+
+# gotest: every test of every module with -race. Each module is tested from
+# its own directory: with go.work present, ./... still names the packages of
+# the module in that directory only.
+gotest:
 	$(GO) test -race -count=1 -parallel 8 ./...
 	@for m in $(SUBMODULES); do \
 		echo "== $$m"; \
 		(cd $$m && $(GO) test -race -count=1 -parallel 8 ./...) || exit 1; \
 	done
+
+## test-go1.27: go vet and every test again on Go 1.27 (the toolchain comes from the module proxy; go.mod stays at go 1.26)
+GO127 ?= go1.27.3
+test-go1.27: deps
+	GOTOOLCHAIN=$(GO127) $(GO) version
+	GOTOOLCHAIN=$(GO127) $(MAKE) --no-print-directory vet gotest
+
+## lint: golangci-lint (.golangci.yml) on every module; scripts/install-tools.sh installs it when missing
+GOLANGCI_LINT ?= $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/golangci-lint
+lint: tools
+	$(GOLANGCI_LINT) run ./...
+	@for m in $(SUBMODULES); do \
+		echo "== lint $$m"; \
+		(cd $$m && $(GOLANGCI_LINT) run ./...) || exit 1; \
+	done
+
+## tools: the linter, from the Go module proxy (idempotent)
+tools:
+	@GO=$(GO) bash scripts/install-tools.sh
 
 ## demo: contention and fencing on an embedded Redis (or $$REDIS_URL)
 demo:
@@ -35,7 +59,7 @@ LDFLAGS := -X main.version=$(VERSION)
 build:
 	cd cmd/redislock && $(GO) build -ldflags "$(LDFLAGS)" -o ../../bin/redislock .
 
-## install: the command-line tool, into $$GOBIN (go install ...@version cannot: its go.mod has a replace), and its man page and bash/zsh completion under $$(DESTDIR)$$(PREFIX)
+## install: the command-line tool from this checkout, into $$GOBIN (a release installs with go install github.com/redislock/redislock/cmd/redislock@VERSION), and its man page and bash/zsh completion under $$(DESTDIR)$$(PREFIX)
 PREFIX ?= /usr/local
 install:
 	cd cmd/redislock && $(GO) install -ldflags "$(LDFLAGS)" .

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"html"
-	"io"
 	"math"
 	"strings"
 	"time"
@@ -27,7 +26,7 @@ type series struct {
 // writeChart writes an SVG of the hot-key runs: the wait (p99 bars, p50
 // ticks, log scale) and the acquisitions per second, by library, for each
 // workers × clients configuration.
-func writeChart(w io.Writer, r *report) {
+func writeChart(w *strings.Builder, r *report) {
 	var groups []string
 	for _, c := range hotConfigs[:len(r.Hot)] {
 		groups = append(groups, c.Short())
@@ -83,7 +82,7 @@ func writeChart(w io.Writer, r *report) {
 	logPanel(&b, 70, 100, width-100, 250, "Wait, Obtain called → lock held: p99 (bar), p50 (tick), max (circle); log scale — lower is better", groups, waits)
 	linearPanel(&b, 70, 420, width-100, 230, "Acquisitions per second — higher is better", groups, tput)
 	p("</svg>\n")
-	io.WriteString(w, b.String())
+	w.WriteString(b.String())
 }
 
 // logPanel draws grouped bars of seconds on a log scale.

@@ -140,8 +140,10 @@ func (c rawConn) ObtainRelease(key string) func(context.Context) error {
 		if err := rawObtain.Run(ctx, c.rdb, keys, rawToken, 60000).Err(); err != nil {
 			return err
 		}
-		if n, err := rawRelease.Run(ctx, c.rdb, keys, rawToken).Int64(); err != nil || n != 1 {
-			return fmt.Errorf("release: %d, %v", n, err)
+		if n, err := rawRelease.Run(ctx, c.rdb, keys, rawToken).Int64(); err != nil {
+			return fmt.Errorf("release: %w", err)
+		} else if n != 1 {
+			return fmt.Errorf("release: %d, want 1", n)
 		}
 		return nil
 	}
@@ -176,8 +178,10 @@ func (c rawConn) Refresh(ctx context.Context, key string) (func(context.Context)
 	}
 	keys := []string{key}
 	refresh := func(ctx context.Context) error {
-		if n, err := rawRefresh.Run(ctx, c.rdb, keys, rawToken, 60000).Int64(); err != nil || n != 1 {
-			return fmt.Errorf("refresh: %d, %v", n, err)
+		if n, err := rawRefresh.Run(ctx, c.rdb, keys, rawToken, 60000).Int64(); err != nil {
+			return fmt.Errorf("refresh: %w", err)
+		} else if n != 1 {
+			return fmt.Errorf("refresh: %d, want 1", n)
 		}
 		return nil
 	}
@@ -320,8 +324,10 @@ func (c redsyncConn) ObtainRelease(key string) func(context.Context) error {
 		if err := m.TryLockContext(ctx); err != nil {
 			return err
 		}
-		if ok, err := m.UnlockContext(ctx); !ok {
-			return fmt.Errorf("unlock: %v", err)
+		if ok, err := m.UnlockContext(ctx); err != nil {
+			return fmt.Errorf("unlock: %w", err)
+		} else if !ok {
+			return errors.New("unlock: not held")
 		}
 		return nil
 	}
@@ -358,8 +364,10 @@ func (c redsyncConn) Refresh(ctx context.Context, key string) (func(context.Cont
 		return nil, nil, err
 	}
 	refresh := func(ctx context.Context) error {
-		if ok, err := m.ExtendContext(ctx); !ok {
-			return fmt.Errorf("extend: %v", err)
+		if ok, err := m.ExtendContext(ctx); err != nil {
+			return fmt.Errorf("extend: %w", err)
+		} else if !ok {
+			return errors.New("extend: not held")
 		}
 		return nil
 	}

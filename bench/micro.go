@@ -151,7 +151,7 @@ func interleave(goroutines int, ops []op, slice, total time.Duration) ([]float64
 	}
 	deadline := time.Now().Add(total)
 	for first := true; first || time.Now().Before(deadline); first = false {
-		rand.Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
+		rand.Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] }) //nolint:gosec // G404: the order of turns needs no unpredictability
 		for _, i := range order {
 			if goroutines == 1 {
 				start := time.Now()

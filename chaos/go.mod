@@ -6,7 +6,7 @@ require (
 	github.com/Shopify/toxiproxy/v2 v2.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redislock/redislock v0.0.0-00010101000000-000000000000
+	github.com/redislock/redislock v0.1.0
 	github.com/rs/zerolog v1.35.1
 	go.uber.org/goleak v1.3.0
 )
@@ -28,4 +28,3 @@ require (
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )
 
-replace github.com/redislock/redislock => ../

@@ -6,7 +6,7 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/creack/pty v1.1.24
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redislock/redislock v0.0.0-00010101000000-000000000000
+	github.com/redislock/redislock v0.1.0
 	golang.org/x/sys v0.48.0
 )
 
@@ -16,4 +16,3 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 )
 
-replace github.com/redislock/redislock => ../..
