@@ -7,6 +7,7 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redislock/redislock v0.1.0
+	golang.org/x/mod v0.42.0
 	golang.org/x/sys v0.48.0
 )
 
@@ -15,4 +16,3 @@ require (
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 )
-
