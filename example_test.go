@@ -11,9 +11,11 @@ import (
 	"github.com/redislock/redislock"
 )
 
-// redisAddr is the server the examples use. The tests point it at a
-// redis-server of their own; in your code it is your server's address.
-var redisAddr = "127.0.0.1:6379"
+// redisAddr is the server the examples use: in your code, your server's
+// address ("127.0.0.1:6379", say). Here TestMain (helpers_test.go) sets it
+// to a redis-server that the test harness (internal/redistest) started on a
+// free port, so the examples run with go test like any test.
+var redisAddr string
 
 func Example() {
 	ctx := context.Background()
@@ -126,7 +128,7 @@ func ExampleLock_KeepAlive() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
 
-	const ttl = 500 * time.Millisecond
+	const ttl = time.Second
 	lock, err := redislock.Obtain(ctx, rdb, "example:keepalive", ttl, nil)
 	if err != nil {
 		log.Fatalln(err)
@@ -140,13 +142,14 @@ func ExampleLock_KeepAlive() {
 	work, cancel := ka.Context(ctx) // cancelled the moment the lock is lost
 	defer cancel()
 
-	// The work outlives the TTL twice over and keeps the lock.
+	// The work outlives the TTL and keeps the lock.
 	select {
 	case <-work.Done():
 		fmt.Println("lock lost:", context.Cause(work))
 		return
-	case <-time.After(2 * ttl):
-		fmt.Println("work done, lock still held:", ka.Err() == nil)
+	case <-time.After(ttl + ttl/2):
+		left, err := lock.TTL(ctx)
+		fmt.Println("past the TTL, lock still held:", err == nil && left > 0)
 	}
 
 	// Someone deletes the key: the next refresh finds it gone, and the
@@ -156,57 +159,43 @@ func ExampleLock_KeepAlive() {
 	fmt.Println(errors.Is(context.Cause(work), redislock.ErrLockLost))
 	fmt.Println(context.Cause(work))
 	// Output:
-	// work done, lock still held: true
+	// past the TTL, lock still held: true
 	// true
 	// redislock: lock lost: a refresh found it expired or held by another token
 }
 
-// A watchdog without any helper: refresh at a third of the TTL, and stop the
-// work the moment a refresh fails, since the lock may be someone else's.
-// Lock.KeepAlive does this, and also signals a loss while Redis hangs.
+// Refresh between the steps of a long job, and stop at the first refresh
+// that fails: from then on the lock may be someone else's. Lock.KeepAlive
+// does this in the background, and also signals a loss while Redis hangs.
 func ExampleLock_Refresh() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
 
-	const ttl = 300 * time.Millisecond
-	lock, err := redislock.Obtain(ctx, rdb, "example:watchdog", ttl, nil)
+	const ttl = 5 * time.Second // far longer than one step of the job
+	lock, err := redislock.Obtain(ctx, rdb, "example:refresh", ttl, nil)
 	if err != nil {
 		log.Fatalln(err)
 	}
 	defer lock.Release(ctx)
 
-	workCtx, stopWork := context.WithCancel(ctx)
-	defer stopWork()
-	watchdogDone := make(chan struct{})
-	go func() {
-		defer close(watchdogDone)
-		ticker := time.NewTicker(ttl / 3)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-workCtx.Done():
-				return
-			case <-ticker.C:
-				if err := lock.Refresh(ctx, ttl, nil); err != nil {
-					fmt.Println("lock lost:", err)
-					stopWork()
-					return
-				}
-			}
+	for step := 1; step <= 3; step++ {
+		// ... one step of the job ...
+		if step == 3 {
+			rdb.Del(ctx, "example:refresh") // the lock is lost meanwhile (expired, or an operator deleted it)
 		}
-	}()
-
-	// The work outlives the TTL three times over and keeps the lock.
-	select {
-	case <-workCtx.Done():
-	case <-time.After(3 * ttl):
-		fmt.Println("work done, lock still held:", lock.Token() != "")
+		if err := lock.Refresh(ctx, ttl, nil); err != nil {
+			fmt.Printf("step %d: %v: stop\n", step, err)
+			break
+		}
+		if left, err := lock.TTL(ctx); err == nil && left > 0 {
+			fmt.Printf("step %d: done, lock still held\n", step)
+		}
 	}
-	stopWork()
-	<-watchdogDone
 	// Output:
-	// work done, lock still held: true
+	// step 1: done, lock still held
+	// step 2: done, lock still held
+	// step 3: redislock: not obtained: stop
 }
 
 // Wait longer than the TTL: the caller's deadline replaces the default
@@ -222,8 +211,8 @@ func ExampleClient_Obtain_deadline() {
 		log.Fatalln(err)
 	}
 	go func() {
-		time.Sleep(200 * time.Millisecond)
-		holder.Release(ctx)
+		time.Sleep(200 * time.Millisecond) // the holder's work
+		_ = holder.Release(ctx)
 	}()
 
 	// The TTL is 50ms, but we are prepared to wait up to 2 seconds.
