@@ -41,7 +41,7 @@ lint: tools
 tools:
 	@GO=$(GO) bash scripts/install-tools.sh
 
-## demo: contention and fencing on an embedded Redis (or $$REDIS_URL)
+## demo: fair turns, keep-alive, fencing and `redislock run` skipping a running job, on an embedded Redis (or $$REDIS_URL)
 demo:
 	cd cmd/redislock && $(GO) run . demo
 
