@@ -39,7 +39,12 @@ func run(ctx context.Context, addr string) error {
 	} else if err != nil {
 		return err
 	}
-	defer lock.Release(ctx) // stops the keep-alive, then deletes the key
+	defer func() {
+		// Release stops the keep-alive, then deletes the key.
+		if err := lock.Release(ctx); err != nil {
+			log.Println("release:", err) // ErrLockNotHeld: it was lost meanwhile
+		}
+	}()
 
 	// Keep the lock while the job runs, however long it takes, and cancel
 	// the job's context the moment the lock is lost.
