@@ -29,9 +29,10 @@
 //
 // # What is guaranteed
 //
-//   - [Client.Obtain], [Client.ObtainMulti], [Lock.Refresh], [Lock.Release]
-//     and [Lock.TTL] are each one Lua script on the server: atomic, and run
-//     on the caller's goroutine. ObtainMulti takes every key or none.
+//   - Each attempt of [Client.Obtain], [Client.ObtainMulti] and
+//     [Lock.Refresh], and each [Lock.Release] and [Lock.TTL], is one Lua
+//     script on the server (atomic), sent from the caller's goroutine.
+//     ObtainMulti takes every key or none.
 //   - Ownership is the exact token: only the holder's token refreshes or
 //     releases a lock, also through a handle from [Client.Attach].
 //   - A held lock is waited for only as [Options.RetryStrategy] says, until
