@@ -20,8 +20,11 @@ import (
 )
 
 const (
-	// turnHold is how long a worker of the first act holds the lock.
-	turnHold = 20 * time.Millisecond
+	// turnHold is how long a worker of the first act holds the lock, and
+	// startSettle how much longer worker-1 keeps its first turn, for the
+	// first attempts of the others to queue them.
+	turnHold    = 20 * time.Millisecond
+	startSettle = 100 * time.Millisecond
 	// keptTTL is the lease that the second act keeps alive for keptFor.
 	keptTTL = 600 * time.Millisecond
 	keptFor = 1500 * time.Millisecond
@@ -264,17 +267,34 @@ func turns(ctx context.Context, n *narrator, srv *server, keys demoKeys) error {
 		errs  []error
 		wg    sync.WaitGroup
 	)
+	// worker-1 takes the lock first and keeps its first turn until the
+	// others have dialled and their first attempts have queued them, so
+	// that the turns start from a full queue.
 	first := make(chan struct{})
+	closeFirst := sync.OnceFunc(func() { close(first) })
+	var calling sync.WaitGroup
+	calling.Add(workers - 1)
 	for i := range workers {
 		name := fmt.Sprintf("worker-%d", i+1)
 		wg.Go(func() {
-			if i > 0 {
-				<-first // worker-1 holds the lock first, so that all others wait
-			}
 			rdb := srv.newClient()
 			defer rdb.Close()
 			locker := redislock.New(rdb)
 			opt := &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil), Metadata: name}
+			if i > 0 {
+				callingDone := sync.OnceFunc(calling.Done)
+				defer callingDone()
+				if err := rdb.Ping(ctx).Err(); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("%s: %w", name, err))
+					mu.Unlock()
+					return
+				}
+				<-first
+				callingDone()
+			} else {
+				defer closeFirst()
+			}
 			for round := range rounds {
 				began := time.Now()
 				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -284,19 +304,21 @@ func turns(ctx context.Context, n *narrator, srv *server, keys demoKeys) error {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("%s: obtain %s: %w", name, keys.turns, err))
 					mu.Unlock()
-					if i == 0 && round == 0 {
-						close(first)
-					}
 					return
 				}
 				mu.Lock()
 				order = append(order, name)
-				waits = append(waits, time.Since(began))
-				mu.Unlock()
-				if i == 0 && round == 0 {
-					close(first)
+				if round > 0 {
+					waits = append(waits, time.Since(began))
 				}
-				if err := pause(ctx, turnHold); err != nil {
+				mu.Unlock()
+				hold := turnHold
+				if i == 0 && round == 0 {
+					closeFirst()
+					calling.Wait()
+					hold += startSettle
+				}
+				if err := pause(ctx, hold); err != nil {
 					_ = lock.Release(context.WithoutCancel(ctx))
 					return
 				}
@@ -334,7 +356,7 @@ func turns(ctx context.Context, n *narrator, srv *server, keys demoKeys) error {
 	for _, d := range waits {
 		longest = max(longest, d)
 	}
-	n.say("summary", "every worker had %d turns; %d times a worker took the lock twice running; longest wait %dms (a fair queue: %d other holders × %v = %dms)",
+	n.say("summary", "every worker had %d turns; %d times a worker took the lock twice running; longest wait after the first turn %dms (a fair queue: %d other holders × %v = %dms)",
 		rounds, repeats, ms(longest), workers-1, turnHold, ms(time.Duration(workers-1)*turnHold))
 	if srv.mr != nil {
 		n.say("note", "miniredis wakes blocked clients in no fixed order (Redis: longest-blocked first), so the turns go strictly round only on a real server: try REDIS_URL=redis://… make demo")
