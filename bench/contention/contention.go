@@ -414,7 +414,7 @@ func commandStats(ctx context.Context, client *redis.Client) (map[string]int64, 
 			if v, ok := strings.CutPrefix(field, "calls="); ok {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return nil, fmt.Errorf("contention: INFO commandstats: %q: %v", line, err)
+					return nil, fmt.Errorf("contention: INFO commandstats: %q: %w", line, err)
 				}
 				stats[strings.TrimPrefix(name, "cmdstat_")] = n
 			}
