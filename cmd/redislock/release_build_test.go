@@ -40,8 +40,10 @@ const (
 // module's dependencies are downloaded; it falls back to $GOPROXY for any
 // that are not. It uses a module cache of its own, so the fake release
 // never reaches the real one.
+//
+// It is not parallel: its go commands compile the tool, which would load
+// the CPUs under the timing-sensitive tests of this package.
 func TestReleaseBuild(t *testing.T) {
-	t.Parallel()
 	version := requiredLibraryVersion(t)
 	gocmd := goCommand(t)
 	realCache := goEnv(t, gocmd, "GOMODCACHE")
