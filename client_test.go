@@ -233,7 +233,7 @@ func TestObtainRejectsNilArguments(t *testing.T) {
 	}
 	rdb := redistest.Standalone(t)
 	//lint:ignore SA1012 a nil context is the input under test
-	if _, err := redislock.Obtain(nil, rdb, redistest.Key(t, "k"), time.Second, nil); !errors.Is(err, redislock.ErrNilContext) { //nolint:staticcheck
+	if _, err := redislock.Obtain(nil, rdb, redistest.Key(t, "k"), time.Second, nil); !errors.Is(err, redislock.ErrNilContext) { //nolint:staticcheck // SA1012: a nil context is the input under test
 		t.Errorf("nil context: got %v, want ErrNilContext", err)
 	}
 }

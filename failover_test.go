@@ -334,7 +334,7 @@ func checkAfterFailover(t *testing.T, client redis.UniversalClient, newMaster *r
 	}
 	noscript("Release", func() error {
 		if err := b.lost.Release(ctx); !errors.Is(err, redislock.ErrLockNotHeld) {
-			return fmt.Errorf("lost lock: Release() = %v, want ErrLockNotHeld", err)
+			return fmt.Errorf("lost lock: Release() = %w, want ErrLockNotHeld", err)
 		}
 		return nil
 	})

@@ -99,7 +99,7 @@ func TestInspectRejectsBadInput(t *testing.T) {
 		t.Errorf("Inspect(\"\"): got %v, want ErrInvalidKey", err)
 	}
 	//lint:ignore SA1012 testing the nil check
-	if _, err := locker.Inspect(nil, "k"); !errors.Is(err, redislock.ErrNilContext) { //nolint:staticcheck
+	if _, err := locker.Inspect(nil, "k"); !errors.Is(err, redislock.ErrNilContext) { //nolint:staticcheck // SA1012: a nil context is the input under test
 		t.Errorf("Inspect with a nil context: got %v, want ErrNilContext", err)
 	}
 	var nilClient *redislock.Client

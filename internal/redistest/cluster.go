@@ -82,7 +82,7 @@ func startCluster(f Flavor) (*Cluster, error) {
 	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
 	if out, err := runTool(ctx, cli, args...); err != nil {
 		c.stop()
-		return nil, fmt.Errorf("redistest: %s --cluster create: %v\n%s\n%s", f.cliBin(), err, out, c.report(15))
+		return nil, fmt.Errorf("redistest: %s --cluster create: %w\n%s\n%s", f.cliBin(), err, out, c.report(15))
 	}
 	if err := c.waitReady(); err != nil {
 		report := c.report(15)

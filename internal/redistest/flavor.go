@@ -121,7 +121,7 @@ func (f Flavor) find(role string) (command, error) {
 		path := filepath.Join(root, "usr", "bin", bin)
 		for _, p := range []string{loader, path} {
 			if _, err := os.Stat(p); err != nil {
-				return command{}, fmt.Errorf("redistest: %s: %s not found (%v): %s", f, p, err, f.installHint())
+				return command{}, fmt.Errorf("redistest: %s: %s not found (%w): %s", f, p, err, f.installHint())
 			}
 		}
 		return command{path: loader, args: []string{"--library-path", lib, path}}, nil

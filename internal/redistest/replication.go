@@ -182,12 +182,12 @@ func startReplicated(f Flavor, label string, extra []string) (master, replica *S
 	}
 	err = waitFor(replica.String()+" in sync with "+master.String(), readyTimeout, pollInterval, func(ctx context.Context) error {
 		if st, err := infoMap(ctx, replica.adminClient(), "replication", "master_link_status"); err != nil || st != "up" {
-			return fmt.Errorf("%s: master_link_status:%s (%v): %w", replica, st, err, errNotYet)
+			return fmt.Errorf("%s: master_link_status:%s (%w): %w", replica, st, err, errNotYet)
 		}
 		// slave0:ip=…,port=…,state=online,offset=…,lag=…
 		st, err := infoMap(ctx, master.adminClient(), "replication", "slave0")
 		if err != nil || !strings.Contains(st, "port="+strconv.Itoa(replica.Port())+",state=online") {
-			return fmt.Errorf("%s: slave0:%s (%v): %w", master, st, err, errNotYet)
+			return fmt.Errorf("%s: slave0:%s (%w): %w", master, st, err, errNotYet)
 		}
 		return nil
 	})

@@ -202,7 +202,7 @@ func (s *Sentinel) masterAddr(ctx context.Context) (string, error) {
 		if err == nil && len(hp) == 2 {
 			return hp[0] + ":" + hp[1], nil
 		}
-		errs = append(errs, fmt.Errorf("%s: %v", sn, err))
+		errs = append(errs, fmt.Errorf("%s: %w", sn, err))
 	}
 	return "", fmt.Errorf("redistest: no sentinel reports the master: %w", errors.Join(errs...))
 }
@@ -279,7 +279,7 @@ func (s *Sentinel) WaitFailover(t testing.TB, old string) string {
 			}
 			hp, err := s.admin(sn).GetMasterAddrByName(ctx, MasterName).Result()
 			if err != nil || len(hp) != 2 {
-				return fmt.Errorf("%s: SENTINEL GET-MASTER-ADDR-BY-NAME: %v %v", sn, hp, err)
+				return fmt.Errorf("%s: SENTINEL GET-MASTER-ADDR-BY-NAME: %v %w", sn, hp, err)
 			}
 			a := hp[0] + ":" + hp[1]
 			switch {

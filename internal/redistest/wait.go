@@ -54,7 +54,10 @@ func waitPing(addr string, p *process, timeout time.Duration) error {
 	var last error
 	for {
 		if p.exited() {
-			return fmt.Errorf("%w (%v)", errExited, p.err)
+			if p.err == nil {
+				return errExited
+			}
+			return fmt.Errorf("%w (%w)", errExited, p.err)
 		}
 		if last = ping(addr); last == nil {
 			return nil
