@@ -17,10 +17,10 @@
 //
 // It is a module of its own so that what it needs (an embedded miniredis
 // for the demo, a pty for the tests) never becomes a dependency of the
-// library. Install it from a checkout with "make install" (the binary, the
-// man page and the completion scripts) or "cd cmd/redislock && go install
-// ." (its go.mod replaces the library with the checkout, which "go install
-// ...@version" refuses).
+// library. Install a release with "go install
+// github.com/redislock/redislock/cmd/redislock@VERSION", or from a checkout
+// with "make install" (the binary, the man page and the completion
+// scripts).
 package main
 
 import (
@@ -53,7 +53,7 @@ func commands() []command {
 		{name: "run", summary: "run a command while holding a lock, and release it when the command exits", run: runRun},
 		{name: "status", summary: "show whether locks are held, by whom, for how long", run: runStatus},
 		{name: "release", summary: "release a lock given its token (cleanup after a crashed holder)", run: runRelease},
-		{name: "demo", summary: "show workers contending for a lock, and fencing refusing a stale holder", run: runDemo},
+		{name: "demo", summary: "show fair turns, a keep-alive and its loss, fencing, and run skipping a running job", run: runDemo},
 		{name: "version", summary: "print the version", run: runVersion},
 		{name: "completion", summary: "print a shell completion script: completion bash|zsh", run: runCompletion},
 	}
