@@ -23,7 +23,7 @@ var lockACL = []string{"~locks:*", "+evalsha", "+eval", "+get", "+set", "+del", 
 
 // waitACL is lockACL plus what WaitForRelease uses: its scripts' queue
 // commands and the blocking BLMOVE.
-var waitACL = append(slices.Clone(lockACL), "+zadd", "+zcard", "+zrem", "+zremrangebyscore", "+rpush", "+lpop", "+blmove")
+var waitACL = append(slices.Clone(lockACL), "+zadd", "+zrange", "+zrem", "+zremrangebyscore", "+rpush", "+lpop", "+blmove")
 
 // setUser creates (or resets) an ACL user named and authenticated by name,
 // with rules.

@@ -15,7 +15,10 @@ import (
 // scripts as the original's, with the same ownership check by exact token:
 // with a wrong token, Release deletes nothing and returns [ErrLockNotHeld],
 // Refresh changes nothing and returns [ErrNotObtained], and TTL returns
-// (0, nil). Its Metadata is "" (read it with [Client.Inspect]). Its lease is
+// (0, nil). With the right token, Release hands each key over to a waiter
+// of [WaitForRelease] when one is registered, as the holder's would (one
+// more round trip when the server's ACL refuses this user the wait queues:
+// it then deletes the keys). Its Metadata is "" (read it with [Client.Inspect]). Its lease is
 // not known: [Lock.KeepAlive] returns [ErrLockNotHeld] until a successful
 // Refresh through the handle. The original handle is not told of what the
 // attached one does: a Release here ends the lock for both, and the
@@ -36,5 +39,5 @@ func (c *Client) Attach(keys []string, token string, fence int64) (*Lock, error)
 	if token == "" {
 		return nil, fmt.Errorf("%w: empty token", ErrInvalidToken)
 	}
-	return &Lock{client: c.client, keys: slices.Clone(keys), token: token, tokenArg: token, fence: fence}, nil
+	return &Lock{client: c.client, keys: slices.Clone(keys), token: token, tokenArg: token, fence: fence, handover: handOverIfAllowed}, nil
 }

@@ -153,3 +153,74 @@ func TestAttachRejectsBadInput(t *testing.T) {
 		t.Errorf("Attach of keys with one hash tag on a cluster: %v", err)
 	}
 }
+
+// Issue 11 item 8: a lock released through Attach (what "redislock
+// release" does) hands the lock over to a waiter, as its holder's Release
+// would.
+func TestAttachReleaseHandsOver(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := clientName("waiter")
+		rdb := env.newClient(name)
+		counter := &waitCounter{}
+		rdb.AddHook(counter)
+		done := obtainAsync(ctx, rdb, key, time.Minute, waitOpt())
+		waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, name) })
+
+		attached, err := redislock.New(env.newClient(clientName("cleanup"))).Attach(holder.Keys(), holder.Token(), holder.FenceToken())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := attached.Release(ctx); err != nil {
+			t.Fatalf("Release through Attach: %v", err)
+		}
+		got := <-done
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		if _, _, _, grants := counter.counts(); grants != 1 {
+			t.Errorf("the waiter obtained the lock with %d grants, want 1: the attached Release woke nobody", grants)
+		}
+		_ = got.lock.Release(ctx)
+	})
+}
+
+// A user with the ACL of plain locks only (no wait queue) still releases
+// an attached lock: it is deleted.
+func TestAttachReleaseWithoutQueueACL(t *testing.T) {
+	t.Parallel()
+	for _, f := range []redistest.Flavor{redistest.Redis, redistest.Valkey} {
+		t.Run(string(f), func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.NewServer(t, f)
+			admin := srv.Client(t)
+			ctx := context.Background()
+			setUser(t, admin, "locker", lockACL)
+			o := srv.Options()
+			o.Username, o.Password = "locker", "locker"
+			rdb := redis.NewClient(o)
+			defer rdb.Close()
+			for _, key := range []string{"locks:{job}:lock", "locks:plain"} {
+				lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				attached, err := redislock.New(rdb).Attach([]string{key}, lock.Token(), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := attached.Release(ctx); err != nil {
+					t.Errorf("%s: Release through Attach without the queue's ACL: %v", key, err)
+				}
+				if n := admin.Exists(ctx, key).Val(); n != 0 {
+					t.Errorf("%s: still held after the attached Release", key)
+				}
+			}
+		})
+	}
+}

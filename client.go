@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock/internal/handoff"
 )
 
 // RedisClient is the part of a go-redis client that redislock uses: running
@@ -14,11 +15,17 @@ type RedisClient interface {
 	redis.Scripter
 }
 
-// Client obtains locks through one Redis client. It holds no other state, so
-// it is safe for concurrent use and cheap to create.
+// Client obtains locks through one Redis client. It is safe for concurrent
+// use and cheap to create. Besides the client it refers to the registry of
+// the waits of [WaitForRelease] in this process (the package's one piece of
+// shared state): the goroutines that wait for one key through one go-redis
+// client block one connection between them, whichever Client they use, and
+// at most half of that client's pool blocks at once. The registry holds
+// nothing while nobody waits.
 type Client struct {
-	client  RedisClient
-	cluster bool
+	client   RedisClient
+	cluster  bool
+	registry *handoff.Registry
 }
 
 // New returns a Client that runs its scripts through client. When client is
@@ -27,7 +34,7 @@ type Client struct {
 // return [ErrNilClient].
 func New(client RedisClient) *Client {
 	_, cluster := client.(*redis.ClusterClient)
-	return &Client{client: client, cluster: cluster}
+	return &Client{client: client, cluster: cluster, registry: handoff.Default}
 }
 
 // Obtain is a shortcut for New(client).Obtain(ctx, key, ttl, opt).
@@ -57,8 +64,9 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 // between attempts. Waiting ends at the context's deadline or, when the
 // context has none, ttl after the call began. Transient Redis errors (lost
 // connections, LOADING, READONLY during a failover, …) are retried the same
-// way; any other error ends the call at once. With [WaitForRelease] the
-// waiting is event-driven: the holder's Release hands the lock over.
+// way; any other error ends the call at once. With [WaitForRelease] (alone
+// or inside [LimitRetry], [Jitter], [FullJitter]) the waiting is
+// event-driven: a Release hands the lock over.
 //
 // Errors:
 //   - [ErrInvalidTTL], [ErrInvalidKey], [*CrossSlotError] ([ErrCrossSlot]),
@@ -137,9 +145,8 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 		lock.lease.Obtained(sent, ttl)
 		return true, nil
 	}
-	if w, ok := opt.retryStrategy().(*waitForRelease); ok {
-		o := &obtainCall{client: c.client, lock: lock, scriptKeys: scriptKeys, fenced: fenced, metadata: metadata, ms: ms, ttl: ttl}
-		err = o.wait(ctx, w, attempt)
+	if plan, ok := planOf(opt.retryStrategy()); ok {
+		err = c.obtainWaiting(ctx, lock, ttl, plan, scriptKeys, []any{lock.tokenArg, metadata, ms, fenced})
 	} else {
 		err = retry(ctx, ttl, opt.retryStrategy(), attempt)
 	}

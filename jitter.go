@@ -15,7 +15,8 @@ import (
 //
 // Like the other strategies of this package, the value is safe for
 // concurrent use and each Obtain or Refresh call starts its own copy of s.
-// The randomness comes from math/rand/v2 (not for secrets).
+// The randomness comes from math/rand/v2 (not for secrets). Around
+// [WaitForRelease] the wait stays event-driven, with its fallback jittered.
 func Jitter(s RetryStrategy, fraction float64) RetryStrategy {
 	return &jitter{s: s, fraction: min(max(fraction, 0), 1)}
 }
@@ -41,6 +42,15 @@ func (j *jitter) restart() RetryStrategy {
 	return &jitter{s: startRetry(j.s), fraction: j.fraction}
 }
 
+// waitPlan keeps s's event-driven waiting; its fallback is jittered.
+func (j *jitter) waitPlan() (waitPlan, bool) {
+	p, ok := planOf(j.s)
+	if ok {
+		p.fallback = &jitter{s: p.fallback, fraction: j.fraction}
+	}
+	return p, ok
+}
+
 // FullJitter returns a strategy that follows s but waits a uniformly random
 // time between zero and each of its backoffs ("full jitter"): with
 // [ExponentialBackoff] the waits stay short on average while their spread
@@ -49,7 +59,8 @@ func (j *jitter) restart() RetryStrategy {
 // becomes one in (0, backoff]. A nil s never retries.
 //
 // Like the other strategies of this package, the value is safe for
-// concurrent use and each call starts its own copy of s.
+// concurrent use and each call starts its own copy of s. Around
+// [WaitForRelease] the wait stays event-driven, with its fallback jittered.
 func FullJitter(s RetryStrategy) RetryStrategy {
 	return &fullJitter{s: s}
 }
@@ -69,6 +80,15 @@ func (j *fullJitter) NextBackoff() time.Duration {
 
 func (j *fullJitter) restart() RetryStrategy {
 	return &fullJitter{s: startRetry(j.s)}
+}
+
+// waitPlan keeps s's event-driven waiting; its fallback is jittered.
+func (j *fullJitter) waitPlan() (waitPlan, bool) {
+	p, ok := planOf(j.s)
+	if ok {
+		p.fallback = &fullJitter{s: p.fallback}
+	}
+	return p, ok
 }
 
 // DecorrelatedJitter returns an exponential strategy with "decorrelated

@@ -25,7 +25,7 @@ type Lock struct {
 	metadata string
 	fence    int64
 	keyBuf   [2]string // keys' storage for one key and a fence key
-	handover *handover // with WaitForRelease: how Release hands the keys over (waiter.go)
+	handover handover  // how Release hands the keys over to waiters (waitforrelease.go)
 
 	// lease is the one record of the keys' expiry: set by the obtain
 	// (lease.Obtained, with the send time of the attempt that took the

@@ -12,7 +12,7 @@ import (
 //
 // lib.lua and handover.lua are not scripts: they define the functions that
 // the scripts share (the exact-token ownership check; handing a key over to
-// its next waiter, see [WaitForRelease]), prepended to the scripts that call
+// its next waiter, see [WaitForRelease] and internal/handoff), prepended to the scripts that call
 // them. Lua compiles them with the script, once per server.
 var (
 	//go:embed lua/lib.lua
@@ -45,7 +45,4 @@ var (
 	argFenced   any = "1"
 	argUnfenced any = "0"
 
-	// The durations of event-driven waiting (see waiter.go), in milliseconds.
-	argRegistration any = int64(waitRegistration / 1e6)
-	argReservation  any = int64(handoverReservation / 1e6)
 )

@@ -6,16 +6,18 @@
 --   key      a lock key that the caller may give away: held by the caller's
 --            token, or reserved for a grant the caller holds.
 --   queue    the key's wait queue: a sorted set of waiter ids, each scored
---            with the server time (ms) at which its registration lapses.
+--            with the server time (ms) at which its registration lapses
+--            (registered or renewed at that time less the registration's
+--            life: the lowest score is the oldest registration).
 --   wake     the key's wake-up list, on which waiting clients block (BLMOVE).
 --   reserve  how long (ms) the key stays reserved for the woken waiter.
 --   tag      text that keeps the grants of one script apart (the key's index).
 --
--- Registrations that have lapsed (waiters that died or left without a word)
--- are dropped. When live waiters remain, the key is handed over: it becomes
--- a reservation, the plain string "<#grant>:<grant>:0:" (so that every
--- client, bsm/redislock included, sees it held) that expires after reserve
--- ms, and the grant "~<server time in µs>.<tag>" is pushed onto the emptied
+-- Registrations that have lapsed (waiters that died or left without a
+-- word) and the one marked by the previous handover are dropped. When live
+-- waiters remain, the key is handed over: it becomes a reservation, the
+-- plain string "<#grant>:<grant>:0:" (so that every client, bsm/redislock
+-- included, sees it held) that expires after reserve ms, and the grant "~<server time in µs>.<tag>" is pushed onto the emptied
 -- wake list. Redis moves it to the grant list of the client that has been
 -- blocked on the wake list longest, or, when none is blocked, of the next
 -- that blocks; the attempt that client sent after its block then obtains
@@ -23,15 +25,34 @@
 -- it finds as free). When no live waiter remains, the key and its wake
 -- list are deleted.
 --
+-- The client blocked longest is normally the waiter whose registration is
+-- the oldest (the lowest score): that registration is marked, its score
+-- set to minus the server time, so that the next handover drops it unless
+-- its waiter renews it meanwhile (it attempts again) or takes the grant
+-- (it leaves the queue). A waiter that died registered thus costs one
+-- reservation with no taker, at the first handover that counts on it.
+-- A marked waiter may also be alive and blocked, when Redis's order of
+-- blocked clients and the order of registrations differ (by the instant
+-- between a registration and its block): when the registrations that a
+-- handover drops were the last, it deletes the key but still pushes a
+-- wake-up ("~free") onto the wake list, which such a waiter takes at once
+-- and then finds the key free.
+--
 -- Returns 1 when the key was handed over, 0 when it was deleted.
 local function handover(key, queue, wake, reserve, tag)
   local t = redis.call("TIME")
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call("ZREMRANGEBYSCORE", queue, "-inf", string.format("%.0f", now))
-  if redis.call("ZCARD", queue) == 0 then
+  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local dropped = redis.call("ZREMRANGEBYSCORE", queue, "-inf", string.format("%.0f", ms))
+  local first = redis.call("ZRANGE", queue, 0, 0)[1]
+  if not first then
     redis.call("DEL", key, wake)
+    if dropped > 0 then
+      redis.call("RPUSH", wake, "~free")
+      redis.call("PEXPIRE", wake, reserve)
+    end
     return 0
   end
+  redis.call("ZADD", queue, "XX", string.format("%.0f", -ms), first)
   local grant = "~" .. t[1] .. string.format("%06d", tonumber(t[2])) .. "." .. tag
   redis.call("SET", key, owner(grant) .. "0:", "PX", reserve)
   redis.call("DEL", wake)
@@ -39,4 +60,3 @@ local function handover(key, queue, wake, reserve, tag)
   redis.call("PEXPIRE", wake, reserve)
   return 1
 end
-

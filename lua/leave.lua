@@ -8,6 +8,12 @@
 -- KEYS[3n+1]       the waiter's grant list (see obtain.lua).
 -- ARGV[1]     the waiter id.
 -- ARGV[2]     how long (ms) a key handed over stays reserved.
+-- ARGV[3]     how long (ms) a registration lasts.
+-- ARGV[4]     optional: the id of the waiter of this process that waits
+--             next for key ARGV[5] (1-based), or "": its registration is
+--             renewed there, if it still has one, as it takes this waiter's
+--             place (only if: that waiter may be giving up at this moment
+--             too, and must not be registered again).
 --
 -- A key reserved for the grant found in the grant list (its value starts
 -- with "<#grant>:<grant>:") is handed over to the next waiter of its queue,
@@ -18,6 +24,14 @@ local waiter, reserve = ARGV[1], ARGV[2]
 local n = (#KEYS - 1) / 3
 for i = 1, n do
   redis.call("ZREM", KEYS[n + i], waiter)
+end
+local next, j = ARGV[4], tonumber(ARGV[5])
+if next and next ~= "" and j and j >= 1 and j <= n then
+  local t = redis.call("TIME")
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if redis.call("ZADD", KEYS[n + j], "XX", "CH", string.format("%.0f", now + tonumber(ARGV[3])), next) == 1 then
+    redis.call("PEXPIRE", KEYS[n + j], ARGV[3])
+  end
 end
 local grant = redis.call("LPOP", KEYS[3 * n + 1])
 if not grant then return 0 end

@@ -17,6 +17,11 @@
 -- ARGV[5]     optional: the waiter id. The caller waits for the lock.
 -- ARGV[6]     how long (ms) the waiter's registration lasts.
 -- ARGV[7]     how long (ms) a key handed over stays reserved (see handover.lua).
+-- ARGV[8]     optional: the id of the waiter of this process that waits
+--             next for key ARGV[9] (1-based), or "": when the lock is
+--             obtained, its registration is renewed in that key's queue, so
+--             that it counts as a waiter from the moment it blocks in our
+--             place.
 --
 -- A lock key holds the plain string "<#token>:<token>:<fence>:<metadata>"
 -- (lib.lua), where <fence> is "0" for a lock without fence counter and
@@ -35,8 +40,10 @@
 --   another waiter's grant, else 0. The waiter is then registered in the
 --   queue of key i only (removed from the others) until ARGV[6] ms from
 --   now; a grant it could not use (another key is held) is handed over to
---   the next waiter of its key. When obtained, the waiter is removed from
---   every queue. Either way its grant list is emptied.
+--   the next waiter of its key. Lapsed registrations of that queue, and
+--   marks older than a registration's life (see handover.lua), are dropped
+--   first. When obtained, the waiter is removed from every queue (and
+--   ARGV[8] renewed). Either way its grant list is emptied.
 --
 -- Fence tokens: a new acquisition sets the counter to
 -- max(counter + 1, server TIME in microseconds), so tokens strictly increase
@@ -97,6 +104,10 @@ if blocked then
   for i = 1, n do
     redis.call("ZREM", KEYS[f + i], waiter)
   end
+  -- Lapsed registrations, and marks older than a registration's life; a
+  -- younger mark is left to the next handover: its waiter may be blocked,
+  -- and that handover wakes it (see handover.lua).
+  redis.call("ZREMRANGEBYSCORE", KEYS[f + blocker], "(" .. string.format("%.0f", tonumber(ARGV[6]) - now), string.format("%.0f", now))
   redis.call("ZADD", KEYS[f + blocker], string.format("%.0f", now + tonumber(ARGV[6])), waiter)
   redis.call("PEXPIRE", KEYS[f + blocker], ARGV[6])
   if granted then
@@ -144,6 +155,13 @@ end
 if waiter then
   for i = 1, n do
     redis.call("ZREM", KEYS[f + i], waiter)
+  end
+  local next, j = ARGV[8], tonumber(ARGV[9])
+  if next and next ~= "" and j and j >= 1 and j <= n then
+    local t = redis.call("TIME")
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call("ZADD", KEYS[f + j], string.format("%.0f", now + tonumber(ARGV[6])), next)
+    redis.call("PEXPIRE", KEYS[f + j], ARGV[6])
   end
 end
 return fence

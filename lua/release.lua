@@ -1,5 +1,5 @@
--- release.lua: delete the lock keys that are still ours, or, for a lock
--- obtained to wait (see WaitForRelease), hand each over to its next waiter.
+-- release.lua: delete the lock keys that are still ours, or hand each over
+-- to its next waiter (see WaitForRelease) when waiters are registered.
 -- Calls handover() from handover.lua, which scripts.go prepends.
 --
 -- KEYS[1..n]       the lock keys.
@@ -8,7 +8,8 @@
 -- KEYS[2n+1..3n]   the wake-up list of each lock key.
 -- ARGV[1]     the token.
 -- ARGV[2]     optional: how long (ms) a key handed over stays reserved for
---             the woken waiter. Without it, keys are only deleted.
+--             the woken waiter. Without it (keys that cannot have
+--             companions in their slot), keys are only deleted.
 --
 -- A key is ours when its value starts with owner(token) (lib.lua).
 -- Keys held by another, or gone, are left alone. With ARGV[2], each key of

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,7 +179,8 @@ func (c *waitCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	}
 }
 
-// waitQueue and wakeList name the companions of a lock key with a hash tag.
+// waitQueue and wakeList name the companions of a lock key with a hash tag
+// (see internal/handoff.Companions).
 func waitQueue(key string) string { return key + ":redislock:waiters" }
 func wakeList(key string) string  { return key + ":redislock:wake" }
 
@@ -350,9 +353,9 @@ func TestWaitForReleaseHolderDies(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s waiter: %v", tc.name, err)
 			}
-			// Within the TTL plus a round trip, and a margin for a busy
-			// test machine.
-			if took := time.Since(start); took < ttl-5*time.Millisecond || took > ttl+80*time.Millisecond {
+			// Not before the TTL, and not at the end of a block: the
+			// exact timing is TestWaitHolderExpiry's (internal/handoff).
+			if took := time.Since(start); took < ttl-5*time.Millisecond || took > ttl+time.Second {
 				t.Errorf("%s waiter obtained the lock of a dead holder after %v, want %v plus a round trip", tc.name, took, ttl)
 			} else {
 				t.Logf("%s waiter: %v after a TTL of %v", tc.name, took, ttl)
@@ -539,7 +542,9 @@ func TestWaitForReleaseContext(t *testing.T) {
 			if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("got %v, want ErrNotObtained and DeadlineExceeded", err)
 			}
-			if took := time.Since(start); took < wait || took > wait+150*time.Millisecond {
+			// Not before the deadline, nor a block after it; the exact
+			// timing is TestWaitDeadline's (internal/handoff).
+			if took := time.Since(start); took < wait || took > wait+time.Second {
 				t.Errorf("gave up after %v, want the deadline of %v", took, wait)
 			}
 		})
@@ -552,7 +557,7 @@ func TestWaitForReleaseContext(t *testing.T) {
 			if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("got %v, want ErrNotObtained and DeadlineExceeded", err)
 			}
-			if took := time.Since(start); took < ttl || took > ttl+150*time.Millisecond {
+			if took := time.Since(start); took < ttl || took > ttl+time.Second {
 				t.Errorf("gave up after %v, want the TTL of %v", took, ttl)
 			}
 		})
@@ -800,4 +805,391 @@ func TestWaitForReleaseKeepAlive(t *testing.T) {
 	}
 	k.Stop()
 	_ = got.lock.Release(ctx)
+}
+
+// crashWaiter starts a waiter for key on a client of its own and, once it
+// blocks, closes that client: to Redis, a waiter whose process died,
+// registered in the wait queue. It returns when the waiter's Obtain has
+// returned (with the closed client's error).
+func crashWaiter(t *testing.T, env *waitEnv, keys []string) {
+	t.Helper()
+	name := clientName("crash")
+	rdb := env.newClient(name)
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		_, err := redislock.ObtainMulti(ctx, rdb, keys, time.Minute, waitOpt())
+		done <- err
+	}()
+	waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, name) })
+	_ = rdb.Close()
+	// What remains of the waiter cannot reach Redis: its Obtain ends, and
+	// its leave script fails.
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the crashed waiter obtained the lock")
+	}
+}
+
+// Issue 11 item 4: a waiter that died costs at most one reservation with
+// no taker, not one at every release for its registration's life.
+func TestWaitForReleaseCrashedWaiterCostsOneReservation(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		crashWaiter(t, env, []string{key})
+		other := env.newClient(clientName("other"))
+		refused := 0
+		const rounds = 5
+		for range rounds {
+			if err := holder.Release(ctx); err != nil {
+				t.Fatalf("holder's Release: %v", err)
+			}
+			// Nobody holds the lock, and the only waiter is dead.
+			if lock, err := redislock.Obtain(ctx, other, key, time.Minute, nil); err == nil {
+				if err := lock.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			} else if errors.Is(err, redislock.ErrNotObtained) {
+				refused++
+			} else {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			holder, err = redislock.Obtain(wctx, env.admin, key, time.Minute, waitOpt())
+			cancel()
+			if err != nil {
+				t.Fatalf("holder: %v", err)
+			}
+		}
+		if refused > 1 {
+			t.Errorf("%d of %d NoRetry obtains of a free lock refused after a waiter died, want at most 1", refused, rounds)
+		}
+		_ = holder.Release(ctx)
+	})
+}
+
+// keysWithoutTTL returns the keys matching pattern, on every master of
+// admin's topology, that have no expiry.
+func keysWithoutTTL(t *testing.T, admin redis.UniversalClient, pattern string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var (
+		mu  sync.Mutex
+		out []string
+	)
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		keys, err := c.Keys(ctx, pattern).Result()
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if c.PTTL(ctx, k).Val() == -time.Nanosecond {
+				mu.Lock()
+				out = append(out, k)
+				mu.Unlock()
+			}
+		}
+		return nil
+	}
+	var err error
+	if c, ok := admin.(*redis.ClusterClient); ok {
+		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
+	} else {
+		err = scan(ctx, admin)
+	}
+	if err != nil {
+		t.Fatalf("KEYS %s: %v", pattern, err)
+	}
+	return out
+}
+
+// flushScripts makes every master of admin's topology forget its scripts,
+// as a restart or a failover does.
+func flushScripts(t *testing.T, admin redis.UniversalClient) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	if c, ok := admin.(*redis.ClusterClient); ok {
+		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.ScriptFlush(ctx).Err() })
+	} else {
+		err = admin.ScriptFlush(ctx).Err()
+	}
+	if err != nil {
+		t.Fatalf("SCRIPT FLUSH: %v", err)
+	}
+}
+
+// dyingClient is a go-redis hook that plays a process that dies at a step
+// of its wait: from then on, nothing it sends reaches Redis.
+type dyingClient struct {
+	mu   sync.Mutex
+	step string // "registered": after its first attempt; "woken": after a block that returned a grant, when its attempt failed with NOSCRIPT
+	dead bool
+}
+
+var errDied = errors.New("the process died")
+
+func (d *dyingClient) isDead() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dead
+}
+
+func (d *dyingClient) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (d *dyingClient) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if d.isDead() {
+			cmd.SetErr(errDied)
+			return errDied
+		}
+		err := next(ctx, cmd)
+		if n := cmd.Name(); d.step == "registered" && (n == "evalsha" || n == "eval") && err == nil {
+			if _, held := cmd.(*redis.Cmd).Val().([]any); held {
+				d.mu.Lock()
+				d.dead = true
+				d.mu.Unlock()
+			}
+		}
+		return err
+	}
+}
+
+func (d *dyingClient) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if d.isDead() {
+			for _, c := range cmds {
+				c.SetErr(errDied)
+			}
+			return errDied
+		}
+		err := next(ctx, cmds)
+		if d.step == "woken" && len(cmds) > 0 && cmds[0].Name() == "blmove" && cmds[0].Err() == nil {
+			last := cmds[len(cmds)-1]
+			if last.Err() != nil && strings.HasPrefix(last.Err().Error(), "NOSCRIPT") {
+				d.mu.Lock()
+				d.dead = true
+				d.mu.Unlock()
+			}
+		}
+		return err
+	}
+}
+
+// Issue 11 item 5: whatever step a waiter dies at, every key the library
+// created expires by itself. The grant list that BLMOVE creates is the one
+// at risk: a waiter woken on a server that forgot the scripts, which dies
+// before its EVAL.
+func TestWaitForReleaseDyingWaiterLeavesNoKeyForever(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		for _, step := range []string{"registered", "blocked", "woken"} {
+			t.Run(step, func(t *testing.T) {
+				ctx := context.Background()
+				key := redistest.Key(t, "lock")
+				holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := clientName("dying")
+				rdb := env.newClient(name)
+				dying := &dyingClient{step: step}
+				rdb.AddHook(dying)
+				wctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				done := obtainAsync(wctx, rdb, key, time.Minute, waitOpt())
+				switch step {
+				case "registered":
+					waitUntil(t, "the waiter to die", dying.isDead)
+				case "blocked":
+					waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, name) })
+					_ = rdb.Close()
+				case "woken":
+					waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, name) })
+					flushScripts(t, env.admin)
+				}
+				if err := holder.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if step == "woken" {
+					waitUntil(t, "the waiter to die", dying.isDead)
+				}
+				// What remains of the waiter cannot reach Redis.
+				cancel()
+				if got := <-done; got.err == nil {
+					t.Fatal("the dying waiter obtained the lock")
+				}
+				if keys := keysWithoutTTL(t, env.admin, redistest.Tag(t)+"*"); len(keys) != 0 {
+					t.Errorf("keys without expiry after a waiter died %s: %q", step, keys)
+				}
+			})
+		}
+	})
+}
+
+// Issue 11 item 6: the keys "k" and "{k}" share a hash slot but not a wait
+// queue: a release of one wakes a waiter of that one.
+func TestWaitForReleaseTaggedAndUntaggedKeys(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		tag := redistest.Tag(t)
+		plain := strings.Trim(tag, "{}") + ":job" // no hash tag
+		tagged := "{" + plain + "}"
+		holders := map[string]*redislock.Lock{}
+		for _, k := range []string{plain, tagged} {
+			l, err := redislock.Obtain(ctx, env.admin, k, time.Minute, waitOpt())
+			if err != nil {
+				t.Fatal(err)
+			}
+			holders[k] = l
+		}
+		t.Cleanup(func() {
+			for _, k := range []string{plain, tagged} {
+				_ = holders[k].Release(context.Background())
+			}
+		})
+		// The waiter for the plain key blocks first: on a shared wake-up
+		// list, it would get the grant of the tagged key.
+		firstName := clientName("plain")
+		first := obtainAsync(ctx, env.newClient(firstName), plain, time.Minute, waitOpt())
+		waitUntil(t, "the waiter of the plain key to block", func() bool { return blocked(t, env.admin, firstName) })
+		name := clientName("tagged")
+		rdb := env.newClient(name)
+		counter := &waitCounter{}
+		rdb.AddHook(counter)
+		second := obtainAsync(ctx, rdb, tagged, time.Minute, waitOpt())
+		waitUntil(t, "the waiter of the tagged key to block", func() bool { return blocked(t, env.admin, name) })
+
+		if err := holders[tagged].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-second
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		if _, _, _, grants := counter.counts(); grants != 1 {
+			t.Errorf("the waiter of %q obtained it with %d grants, want 1: its wake-up went to the waiter of %q", tagged, grants, plain)
+		}
+		holders[tagged] = got.lock
+		if err := holders[plain].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-first; got.err != nil {
+			t.Fatal(got.err)
+		} else {
+			holders[plain] = got.lock
+		}
+	})
+}
+
+// Issue 11 item 9: while a holder that does not wait for events keeps a
+// key busy (no handover), waiters that crash one after the other do not make
+// its queue grow: a dead registration lapses (3 s) and is dropped at the
+// next registration. Set REDISLOCK_CRASH_LOOP (a duration) for a longer
+// run.
+func TestWaitForReleaseCrashLoopQueueBounded(t *testing.T) {
+	duration := 6 * time.Second
+	if v := os.Getenv("REDISLOCK_CRASH_LOOP"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		duration = d
+	}
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx, cancel := context.WithCancel(context.Background())
+		key := redistest.Key(t, "lock")
+		var wg sync.WaitGroup
+		// A holder that does not wait for events keeps the key: no
+		// release hands it over, so nothing prunes the queue at a handover.
+		holder, err := redislock.Obtain(ctx, env.admin, key, time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Release(context.Background())
+		// Two live waiters wait the whole time.
+		const live = 2
+		for range live {
+			rdb := env.newClient(clientName("live"))
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, waitOpt()); err == nil {
+						_ = lock.Release(context.Background())
+					}
+				}
+			})
+		}
+		start := time.Now()
+		var crashes []time.Time
+		most, bound := int64(0), 0
+		for time.Since(start) < duration {
+			time.Sleep(100 * time.Millisecond) // the pace of the crashes, not a synchronisation
+			crashWaiter(t, env, []string{key})
+			crashes = append(crashes, time.Now())
+			n := env.admin.ZCard(context.Background(), waitQueue(key)).Val()
+			// Live waiters, and the dead ones whose registration (3 s) has
+			// not lapsed yet.
+			recent := 0
+			for _, c := range crashes {
+				if time.Since(c) < 4*time.Second {
+					recent++
+				}
+			}
+			if n > most {
+				most = n
+			}
+			if n > int64(live+recent) {
+				t.Errorf("after %d crashes in %v: %d registrations, want at most %d live waiters and %d recent crashes", len(crashes), time.Since(start).Round(time.Millisecond), n, live, recent)
+				break
+			}
+			bound = max(bound, live+recent)
+		}
+		cancel()
+		wg.Wait()
+		t.Logf("%d waiters crashed in %v; the queue held at most %d registrations (bound %d)", len(crashes), time.Since(start).Round(time.Millisecond), most, bound)
+	})
+}
+
+// Issue 11 item 7: the context's deadline bounds a wait whatever the
+// server's hz, although a server at hz 1 ends a block up to a second late
+// (it checks their timeouts when its event loop wakes). A server of its
+// own: hz is server-wide.
+func TestWaitForReleaseDeadlineAtLowHz(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.Redis)
+	admin := srv.Client(t)
+	ctx := context.Background()
+	key := redistest.Key(t, "lock")
+	holder, err := redislock.Obtain(ctx, admin, key, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release(ctx)
+	for _, hz := range []int{1, 10} {
+		if err := admin.ConfigSet(ctx, "hz", strconv.Itoa(hz)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, wait := range []time.Duration{150 * time.Millisecond, 300 * time.Millisecond, 1500 * time.Millisecond} {
+			rdb := redis.NewClient(srv.Options()) // a client new to the server: it reads hz afresh
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			start := time.Now()
+			_, err := redislock.Obtain(wctx, rdb, key, time.Minute, waitOpt())
+			took := time.Since(start)
+			cancel()
+			_ = rdb.Close()
+			if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("hz %d, deadline %v: %v, want ErrNotObtained and DeadlineExceeded", hz, wait, err)
+			}
+			// A round trip late at most, and a margin for a busy machine.
+			if late := took - wait; late < 0 || late > 150*time.Millisecond {
+				t.Errorf("hz %d: a wait with a deadline of %v returned after %v (%v late)", hz, wait, took.Round(time.Millisecond), late.Round(time.Millisecond))
+			} else {
+				t.Logf("hz %d: deadline %v, returned %v late", hz, wait, late.Round(time.Millisecond))
+			}
+		}
+	}
 }

@@ -1,0 +1,135 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Script is a Lua script as internal/script runs it: EVALSHA with EVAL on
+// NOSCRIPT, alone or queued in a pipeline.
+type Script interface {
+	// Run runs the script through c.
+	Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd
+	// Queue queues the script (EVALSHA) in p.
+	Queue(ctx context.Context, p redis.Pipeliner, keys []string, args ...any) *redis.Cmd
+	// Settle returns queued's result after the pipeline ran, or, when it
+	// failed with NOSCRIPT, the result of the script run again through c.
+	Settle(ctx context.Context, c redis.Scripter, queued *redis.Cmd, keys []string, args ...any) *redis.Cmd
+}
+
+// pipeliner is the part of a go-redis client that blocking needs beyond
+// scripts: pipelines, to send a blocking BLMOVE and the attempt that
+// follows it in one round trip. Every go-redis client has them.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+// conn is how a wait talks to Redis: [redisConn] on a server, a model of
+// one in the package's timing tests.
+type conn interface {
+	// attempt runs the waiting script.
+	attempt(ctx context.Context, keys []string, args []any) (any, error)
+	// blockAndAttempt blocks on list for at most d, moving a grant to
+	// grants, and runs the waiting script right after, in one round trip.
+	// moveErr is the blocking call's own error (nil when it moved a grant
+	// or timed out).
+	blockAndAttempt(ctx context.Context, list, grants string, d time.Duration, keys []string, args []any) (reply any, moveErr, err error)
+	// leave runs the leave script.
+	leave(ctx context.Context, keys []string, args []any)
+	// tick returns how late the server may end a blocking call; s is the
+	// Registry's entry of the client.
+	tick(ctx context.Context, s *clientState) time.Duration
+}
+
+// redisConn is a conn over a go-redis client.
+type redisConn struct {
+	reg       *Registry
+	client    redis.Scripter
+	pipe      pipeliner // nil: cannot block
+	obtain    Script
+	leaveWith Script
+}
+
+func (c *redisConn) attempt(ctx context.Context, keys []string, args []any) (any, error) {
+	return c.obtain.Run(ctx, c.client, keys, args...).Result()
+}
+
+func (c *redisConn) blockAndAttempt(ctx context.Context, list, grants string, d time.Duration, keys []string, args []any) (any, error, error) {
+	p := c.pipe.Pipeline()
+	move := p.Do(ctx, "blmove", list, grants, "left", "left", strconv.FormatFloat(d.Seconds(), 'f', 3, 64))
+	// BLMOVE creates the grant list without a TTL; this runs right after it
+	// on the server, whatever becomes of this process, so that a grant it
+	// never takes does not stay in Redis.
+	p.Do(ctx, "pexpire", grants, ReservationArg)
+	eval := c.obtain.Queue(ctx, p, keys, args...)
+	_, _ = p.Exec(ctx)
+	moveErr := move.Err()
+	if errors.Is(moveErr, redis.Nil) {
+		moveErr = nil
+	}
+	reply, err := c.obtain.Settle(ctx, c.client, eval, keys, args...).Result()
+	return reply, moveErr, err
+}
+
+func (c *redisConn) leave(ctx context.Context, keys []string, args []any) {
+	// Bounded, and run even when ctx has ended: a waiter that gives up
+	// must still take its registration back.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
+	defer cancel()
+	_ = c.leaveWith.Run(lctx, c.client, keys, args...).Err() // best effort: the registration lapses anyway
+}
+
+func (c *redisConn) tick(ctx context.Context, s *clientState) time.Duration {
+	return c.reg.serverTick(ctx, c.client, s)
+}
+
+// ErrUnexpectedReply is returned when the waiting script replied with a
+// shape it never gives.
+var ErrUnexpectedReply = errors.New("handoff: unexpected reply from the waiting script")
+
+// reply is what one attempt found.
+type reply struct {
+	obtained bool
+	value    int64     // the script's reply when obtained
+	expiry   time.Time // when not: when the blocking key can expire; zero when it has no expiry
+	blocker  int       // index of the key that blocks longest (0 when not known)
+	reserved bool      // that key is reserved for another waiter's grant
+}
+
+// parseReply reads the waiting script's reply (see the package doc).
+// sent is a time before the script ran.
+func parseReply(v any, sent time.Time) (reply, error) {
+	var code int64
+	var r reply
+	switch v := v.(type) {
+	case int64:
+		if v >= 0 {
+			return reply{obtained: true, value: v}, nil
+		}
+		code = v
+	case []any:
+		if len(v) != 3 {
+			return reply{}, fmt.Errorf("%w: %v", ErrUnexpectedReply, v)
+		}
+		c, ok1 := v[0].(int64)
+		i, ok2 := v[1].(int64)
+		res, ok3 := v[2].(int64)
+		if !ok1 || !ok2 || !ok3 || c >= 0 || i < 1 {
+			return reply{}, fmt.Errorf("%w: %v", ErrUnexpectedReply, v)
+		}
+		code, r.blocker, r.reserved = c, int(i)-1, res == 1
+	default:
+		return reply{}, fmt.Errorf("%w: %v", ErrUnexpectedReply, v)
+	}
+	if code < -1 {
+		// The key expires ms after the script read its PTTL, which is after
+		// sent: waking at sent+ms+1ms is never later than its expiry+1ms.
+		r.expiry = sent.Add(time.Duration(-code) * time.Millisecond)
+	}
+	return r, nil
+}

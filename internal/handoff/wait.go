@@ -1,0 +1,427 @@
+package handoff
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The timing of waiting.
+const (
+	// firstBlock and maxBlock bound one blocking call (BLMOVE): a waiter
+	// blocks for as long as it has already waited, but at least firstBlock
+	// and at most maxBlock, then tries again. Redis hands a grant to the
+	// client blocked longest, so a block that ends without one sends the
+	// waiter behind those that blocked meanwhile: blocks that grow with the
+	// wait keep that rare, while the context is still checked between
+	// blocks (go-redis cannot interrupt a blocking command).
+	firstBlock = 250 * time.Millisecond
+	maxBlock   = time.Second
+
+	// minBlock is the shortest block worth a round trip; with less time
+	// left, a waiter sleeps on a local timer instead.
+	minBlock = 10 * time.Millisecond
+
+	// Registration is how long a waiter's registration in a wait queue
+	// lasts without renewal. Every attempt renews it; the member of a group
+	// that blocks (its leader) attempts at least once a block, and when the
+	// lead passes on, the script that ends the leader's wait (obtain.lua,
+	// leave.lua) renews the next leader's registration. The other members
+	// need none: one registration per group tells a release to hand over.
+	// It outlasts a block that ends a tick late at hz 1.
+	Registration = 3 * time.Second
+
+	// Reservation is how long a key handed over stays reserved for the
+	// woken waiter, which takes it in the same round trip as its wake-up.
+	Reservation = 100 * time.Millisecond
+
+	// leaveTimeout bounds the leave script of a waiter that gives up.
+	leaveTimeout = 5 * time.Second
+)
+
+// The durations above as script arguments, in milliseconds: constant
+// strings, so that passing them allocates nothing.
+const (
+	RegistrationArg = "3000"
+	ReservationArg  = "100"
+)
+
+// Request is one wait for the keys of a lock (or of any resource that
+// hands over the same way).
+type Request struct {
+	// Client runs the scripts. A client with a Pipeline method blocks on
+	// Redis between attempts; any other polls.
+	Client redis.Scripter
+	// Keys are the lock keys, whose companions (see [Companions]) the
+	// wait uses.
+	Keys []string
+	// Obtain is the waiting script (obtain.lua's contract, see the package
+	// doc); CallKeys and CallArgs are its KEYS and ARGV before the waiter's
+	// own (the lock keys and, say, a fence key; the token, metadata, …).
+	Obtain   Script
+	CallKeys []string
+	CallArgs []any
+	// Leave is leave.lua: a waiter that gives up takes back its
+	// registration and passes on a grant it was woken with.
+	Leave Script
+	// TTL bounds the wait when ctx has no deadline, and a block lasts at
+	// most half of it (a lock obtained at the end of a block counts its
+	// lease from the block's start).
+	TTL time.Duration
+	// Backoff returns the next wait between attempts where events cannot
+	// be used (after a transient error, while polling); zero or less gives
+	// up.
+	Backoff func() time.Duration
+	// MaxAttempts, when positive, bounds the attempts: a block that ends
+	// without the lock counts one.
+	MaxAttempts int
+	// Transient reports whether an error is worth another attempt.
+	Transient func(error) bool
+}
+
+// Outcome is the result of a wait that obtained the keys.
+type Outcome struct {
+	// Obtained reports whether the keys were obtained. It can be true with
+	// an [EndedError]: the lock came with a block that outlasted the
+	// context, and the caller must release it.
+	Obtained bool
+	// Value is the waiting script's reply (obtain.lua: the fence token).
+	Value int64
+	// Sent is a time before the obtaining script ran: the lease of the
+	// keys counts from it.
+	Sent time.Time
+}
+
+// ErrGaveUp is returned by [Registry.Wait] when the keys stayed held and
+// [Request.MaxAttempts] or [Request.Backoff] ended the wait.
+var ErrGaveUp = errors.New("handoff: gave up")
+
+// EndedError is returned by [Registry.Wait] when its context ended (or the
+// TTL-long wait ran out) first. Err is the context's error.
+type EndedError struct{ Err error }
+
+func (e *EndedError) Error() string { return "handoff: wait ended: " + e.Err.Error() }
+
+// Unwrap returns the context's error.
+func (e *EndedError) Unwrap() error { return e.Err }
+
+// Wait runs attempts of req.Obtain until one obtains the keys, the wait
+// ends (ctx, its deadline or TTL, MaxAttempts, Backoff) or an error that is
+// not transient comes back. It blocks the calling goroutine and starts no
+// other. Between attempts it blocks on the wake-up list of the key that
+// holds it up, sharing one connection with the other waits of r for that
+// key and client, or polls with req.Backoff when the client cannot block
+// or the server refuses BLMOVE.
+//
+// It returns the Outcome and nil on success; an [*EndedError] when the
+// context ended (with Outcome.Obtained true if the keys came with a block
+// that outlasted it); [ErrGaveUp]; the last transient error when Backoff
+// gave up while Redis kept failing; or a final error. After a failure
+// nothing of the wait is left registered (a leave script is sent, even
+// when ctx has ended); a wait that dies leaves registrations that lapse
+// by themselves.
+func (r *Registry) Wait(ctx context.Context, req *Request) (Outcome, error) {
+	c := &redisConn{reg: r, client: req.Client, obtain: req.Obtain, leaveWith: req.Leave}
+	longest := time.Duration(0)
+	if p, ok := req.Client.(pipeliner); ok {
+		c.pipe, longest = p, maxBlock
+	}
+	return r.run(ctx, req, c, longest)
+}
+
+// The states of a wait.
+type state uint8
+
+const (
+	attempting state = iota // send an attempt without blocking
+	blocking                // lead the group: block on the wake-up list, then attempt, in one round trip
+	sleeping                // in the group: wait for the lead, or until it is time to attempt
+	pausing                 // after a transient error: sleep the backoff, then attempt
+	polling                 // cannot block: attempt, then sleep the backoff or until the holder expires
+	finished
+)
+
+// wait is one [Registry.Wait] call: its state and what its attempts send.
+type wait struct {
+	reg   *Registry
+	req   *Request
+	conn  conn
+	state state
+
+	m      *member
+	g      *group   // the group of the list the member waits on; nil when polling
+	lists  []string // the wake-up list of each lock key
+	grants string   // the member's grant list
+	keys   []string // the waiting script's keys: CallKeys, queues, wake-up lists, grants
+	args   []any    // its args: CallArgs, id, registration, reservation, successor, index
+	leaves []string // the leave script's keys
+
+	registered bool          // in a wait queue: the last attempt failed, or may have
+	slack      time.Duration // how late the server may end a block
+	block      time.Duration // how long the next attempt blocks first
+	attempts   int
+	last       reply // what the last failed attempt found
+	lastErr    error // the last transient error
+	out        Outcome
+	err        error
+}
+
+// run is Wait over c, a conn whose client blocks for at most longest (0:
+// it cannot block).
+func (r *Registry) run(ctx context.Context, req *Request, c conn, longest time.Duration) (Outcome, error) {
+	var cancel context.CancelFunc
+	if _, ok := ctx.Deadline(); !ok {
+		ctx, cancel = context.WithTimeout(ctx, req.TTL)
+		defer cancel()
+	}
+	w := &wait{reg: r, req: req, conn: c, m: newMember(rand.Text())}
+	defer w.m.stop()
+	w.start(ctx, longest)
+	for w.state != finished {
+		switch w.state {
+		case attempting, blocking, polling:
+			w.attempt(ctx)
+		case sleeping:
+			w.sleep(ctx)
+		case pausing:
+			w.pause(ctx)
+		}
+	}
+	w.leave(ctx)
+	return w.out, w.err
+}
+
+// start prepares the keys and args of the attempts, and joins the group
+// of the first key, so that the waits of this process wait in the order
+// they called.
+func (w *wait) start(ctx context.Context, longest time.Duration) {
+	req := w.req
+	release, ok := Companions(req.Keys)
+	grants, _ := GrantList(req.Keys[0], w.m.id)
+	if !ok {
+		w.state = polling
+		return
+	}
+	n := len(req.Keys)
+	w.lists = release[2*n:]
+	w.grants = grants
+	w.g = w.reg.join(req.Client, w.lists[0], w.m)
+	if longest > 0 {
+		w.slack = w.conn.tick(ctx, w.g.state)
+		if rt, _ := clientLimits(req.Client); rt > 0 {
+			// The reply to a block can come a tick late.
+			longest = min(longest, rt-w.slack-100*time.Millisecond)
+		}
+	}
+	if longest < firstBlock {
+		// No pipelines, or a ReadTimeout too short for a blocking call
+		// (go-redis would give up on the reply and close the connection).
+		w.reg.leave(w.g, w.m)
+		w.g = nil
+		w.state = polling
+		return
+	}
+	// A lock obtained at the end of a block counts its lease from the
+	// block's start: blocking at most half the TTL keeps at least half the
+	// lease.
+	w.m.longest = min(longest, max(req.TTL/2, minBlock))
+	w.keys = append(append(append(make([]string, 0, len(req.CallKeys)+2*n+1), req.CallKeys...), release[n:]...), grants)
+	w.args = append(append(make([]any, 0, len(req.CallArgs)+5), req.CallArgs...), w.m.id, RegistrationArg, ReservationArg, "", int64(1))
+	w.leaves = append(release[:3*n:3*n], grants)
+	w.state = attempting
+}
+
+// attempt sends one attempt: plain when polling, with the waiter's
+// registration otherwise, after a block when leading.
+func (w *wait) attempt(ctx context.Context) {
+	sent := time.Now()
+	read := sent
+	var (
+		v       any
+		moveErr error
+		err     error
+		blocked = w.state == blocking
+	)
+	switch w.state {
+	case polling:
+		v, err = w.conn.attempt(ctx, w.req.CallKeys, w.req.CallArgs)
+	case blocking:
+		// The member that would lead after this one: if this attempt
+		// obtains the keys, it renews that member's registration, which
+		// then blocks in its place.
+		w.args[len(w.args)-2] = w.g.next(w.m)
+		w.args[len(w.args)-1] = int64(w.last.blocker + 1)
+		v, moveErr, err = w.conn.blockAndAttempt(ctx, w.g.list, w.grants, w.block, w.keys, w.args)
+		w.g.unblock()
+		w.block = 0
+		// The attempt ran when the block ended, not when it was sent:
+		// read the holder's expiry from now (late by half a round trip at
+		// most).
+		read = time.Now()
+	default:
+		w.args[len(w.args)-2] = ""
+		v, err = w.conn.attempt(ctx, w.keys, w.args)
+	}
+	w.attempts++
+	w.lastErr = nil
+	if err == nil {
+		r, perr := parseReply(v, read)
+		if perr != nil {
+			w.registered = w.state != polling
+			w.finish(perr)
+			return
+		}
+		if r.obtained {
+			w.registered = false
+			w.out = Outcome{Obtained: true, Value: r.value, Sent: sent}
+			if blocked && ctx.Err() != nil {
+				w.finish(&EndedError{ctx.Err()})
+				return
+			}
+			w.finish(nil)
+			return
+		}
+		if w.state != polling {
+			if !w.registered {
+				w.m.since = sent
+			}
+			w.registered = true
+		}
+		w.last = r
+	}
+	switch {
+	case err == nil && moveErr != nil && !w.req.Transient(moveErr):
+		// BLMOVE refused (an old server, an ACL, a proxy): poll.
+		w.leave(ctx)
+		w.state = polling
+		return
+	case ctx.Err() != nil:
+		w.registered = w.registered || (err != nil && w.state != polling)
+		w.finish(&EndedError{ctx.Err()})
+		return
+	case err == nil && moveErr != nil:
+		err = moveErr
+	}
+	if err != nil {
+		if !w.req.Transient(err) {
+			// The script may have run: leave.lua is harmless.
+			w.registered = w.state != polling
+			w.finish(err)
+			return
+		}
+		w.lastErr = err
+		if w.state != polling {
+			w.state = pausing
+			return
+		}
+	}
+	if w.req.MaxAttempts > 0 && w.attempts >= w.req.MaxAttempts {
+		w.finishGaveUp()
+		return
+	}
+	if w.state == polling {
+		w.pollSleep(ctx)
+		return
+	}
+	w.state = sleeping
+}
+
+// sleep waits in the group of the key that holds the waiter up, until it
+// leads (then blocks) or it is time to attempt: when the holder can have
+// expired, or at the deadline, whichever comes first.
+func (w *wait) sleep(ctx context.Context) {
+	now := time.Now()
+	until, _ := ctx.Deadline() // run gave every wait a deadline
+	if !w.last.reserved && !w.last.expiry.IsZero() && w.last.expiry.Before(until) {
+		until = w.last.expiry
+	}
+	if until.Sub(now)-w.slack < minBlock {
+		// Too close to the end to block (the server may end a block a tick
+		// late): attempt again soon, as a poll would.
+		if soon := now.Add(firstBlock); soon.Before(until) {
+			until = soon
+		}
+	}
+	list := w.lists[w.last.blocker]
+	if w.g.list != list {
+		w.reg.leave(w.g, w.m)
+		w.g = w.reg.join(w.req.Client, list, w.m)
+	}
+	block, err := w.g.wait(ctx, w.m, until, w.slack)
+	switch {
+	case err != nil:
+		w.finish(&EndedError{err})
+	case block > 0:
+		w.block, w.state = block, blocking
+	default:
+		w.state = attempting
+	}
+}
+
+// pause sleeps the next backoff after a transient error, then attempts
+// without blocking; the wait ends when the backoff gives up.
+func (w *wait) pause(ctx context.Context) {
+	d := w.req.Backoff()
+	if d <= 0 {
+		w.finish(w.lastErr)
+		return
+	}
+	if !w.m.sleep(ctx, d, false) {
+		w.finish(&EndedError{ctx.Err()})
+		return
+	}
+	w.state = attempting
+}
+
+// pollSleep sleeps the next backoff, or until the holder can have
+// expired when that is sooner.
+func (w *wait) pollSleep(ctx context.Context) {
+	d := w.req.Backoff()
+	if d <= 0 {
+		w.finishGaveUp()
+		return
+	}
+	if !w.last.expiry.IsZero() {
+		if left := time.Until(w.last.expiry); left < d {
+			d = max(left, time.Millisecond)
+		}
+	}
+	if !w.m.sleep(ctx, d, false) {
+		w.finish(&EndedError{ctx.Err()})
+	}
+}
+
+// finishGaveUp ends the wait when the strategy gives up: with the last
+// transient error when the last attempt failed on one.
+func (w *wait) finishGaveUp() {
+	if w.lastErr != nil {
+		w.finish(w.lastErr)
+		return
+	}
+	w.finish(ErrGaveUp)
+}
+
+// finish ends the wait with err.
+func (w *wait) finish(err error) {
+	w.err, w.state = err, finished
+}
+
+// leave takes the member out of its group and its registration out of
+// the wait queues, passing on a grant that a blocking attempt may have
+// left in the grant list.
+func (w *wait) leave(ctx context.Context) {
+	var next string
+	var index int64 = 1
+	if w.g != nil {
+		next, index = w.g.next(w.m), int64(w.last.blocker+1)
+		w.reg.leave(w.g, w.m)
+		w.g = nil
+	}
+	if w.registered {
+		w.registered = false
+		w.conn.leave(ctx, w.leaves, []any{w.m.id, ReservationArg, RegistrationArg, next, index})
+	}
+}

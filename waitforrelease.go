@@ -1,0 +1,193 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock/internal/handoff"
+	"github.com/redislock/redislock/internal/script"
+)
+
+// WaitForRelease returns a strategy that waits for the lock to be released
+// instead of sleeping a fixed backoff: the holder's [Lock.Release] hands the
+// lock over to one waiter, the one that has waited longest, across clients
+// and processes, and wakes no other. Waiting ends at the context's deadline
+// or, when the context has none, the TTL after the call began, as with
+// every strategy; a waiter never sleeps past the holder's expiry, so the
+// lock of a holder that died is taken as soon as its key expires.
+//
+// Every party to the lock should use it: the Release of a lock obtained
+// with it, or attached with [Client.Attach], hands the lock over to a
+// registered waiter; the Release of a lock obtained otherwise deletes it
+// (its user may lack the ACL of the wait queues), and waiters notice when
+// their block ends (within about a second).
+//
+// Use it for a lock that is contended and held briefly. It costs about four
+// round trips per acquisition however many wait, one blocked connection per
+// go-redis client and key while goroutines wait (at most half the client's
+// pool), and two short-lived companion keys per lock key in its hash slot;
+// docs/waiting.md describes the mechanism and its figures.
+//
+// It composes with this package's wrappers: [LimitRetry] (WaitForRelease
+// (…), n) waits event-driven for at most n+1 attempts, where a wake-up, or
+// a block that ends without one, counts an attempt; [Jitter] and
+// [FullJitter] spread fallback's backoffs. Any other wrapper (a strategy
+// written by the caller, even around this one) cannot be seen through: it
+// polls with its own NextBackoff.
+//
+// fallback is used where events cannot be: between attempts that failed on
+// a transient Redis error, and in place of blocking when the client has no
+// Pipeline method (a [RedisClient] that is only a redis.Scripter), when its
+// ReadTimeout is too short for a block, when the server refuses BLMOVE
+// (Redis before 6.2, an ACL), or when a key cannot have companions in its
+// hash slot (a key without hash tag that contains "}"). Polling then sleeps
+// fallback's backoff, or less when the holder expires sooner.
+// Default (nil): ExponentialBackoff(8ms, 128ms) with ±50% [Jitter].
+//
+// Cancelling the context ends the wait of a goroutine at once, unless it is
+// the one that blocks on Redis for its client and key: that one notices
+// when its block ends, within about a second, and passes on a lock that
+// came with that block. The context's deadline bounds the wait whatever the
+// server's hz: blocks end a server tick (1/hz) before it. A waiter that
+// gives up takes its registration back with one more script call; one that
+// dies costs at most one reservation of 100 ms with no taker. Errors are
+// those of [Client.ObtainMulti].
+//
+// [Lock.Refresh] given this strategy retries transient errors with
+// fallback, and NextBackoff returns fallback's. Like the other strategies,
+// the value is safe for concurrent use and each call starts afresh.
+func WaitForRelease(fallback RetryStrategy) RetryStrategy {
+	if fallback == nil {
+		fallback = Jitter(ExponentialBackoff(8*time.Millisecond, 128*time.Millisecond), 0.5)
+	}
+	return &waitForRelease{fallback: fallback}
+}
+
+type waitForRelease struct {
+	fallback RetryStrategy
+}
+
+func (w *waitForRelease) NextBackoff() time.Duration { return w.fallback.NextBackoff() }
+
+// restart returns fallback afresh: where a call retries without events
+// (Refresh), it follows fallback.
+func (w *waitForRelease) restart() RetryStrategy { return startRetry(w.fallback) }
+
+func (w *waitForRelease) waitPlan() (waitPlan, bool) { return waitPlan{fallback: w.fallback}, true }
+
+// waitPlan is how an Obtain waits event-driven: the strategy for the
+// waits that cannot use events, and a bound on the attempts (0: none).
+type waitPlan struct {
+	fallback RetryStrategy
+	attempts int
+}
+
+// eventDriven is implemented by [WaitForRelease] and by the wrappers of
+// this package, which report the plan of the strategy they wrap with their
+// own limits; ok is false when nothing inside waits for events.
+type eventDriven interface {
+	waitPlan() (plan waitPlan, ok bool)
+}
+
+// planOf returns the event-driven plan of s, if s has one.
+func planOf(s RetryStrategy) (waitPlan, bool) {
+	if e, ok := s.(eventDriven); ok {
+		return e.waitPlan()
+	}
+	return waitPlan{}, false
+}
+
+// obtainWaiting is ObtainMulti's wait for [WaitForRelease]: lock has its
+// keys, token and TTL; scriptKeys and args are the obtain script's. On
+// success the lock has its fence token and lease start.
+func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duration, plan waitPlan, scriptKeys []string, args []any) error {
+	fallback := startRetry(plan.fallback)
+	out, err := c.registry.Wait(ctx, &handoff.Request{
+		Client:      c.client,
+		Keys:        lock.keys,
+		Obtain:      obtainScript,
+		CallKeys:    scriptKeys,
+		CallArgs:    args,
+		Leave:       leaveScript,
+		TTL:         ttl,
+		Backoff:     fallback.NextBackoff,
+		MaxAttempts: plan.attempts,
+		Transient:   script.Transient,
+	})
+	if out.Obtained {
+		// A lock obtained at the end of a block counts its lease from the
+		// block's start: the script ran at some point after it.
+		lock.fence, lock.handover = out.Value, handOver
+		lock.lease.Obtained(out.Sent, ttl)
+	}
+	var ended *handoff.EndedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ended):
+		if out.Obtained {
+			// Obtained at the end of a block that outlasted the context:
+			// the caller has gone, so the lock goes on.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			defer cancel()
+			_, _ = lock.runRelease(rctx)
+		}
+		return fmt.Errorf("%w: %w", ErrNotObtained, ended.Err)
+	case errors.Is(err, handoff.ErrGaveUp):
+		return ErrNotObtained
+	case errors.Is(err, handoff.ErrUnexpectedReply):
+		return fmt.Errorf("%w: obtain of %q: %w", ErrUnexpectedReply, lock.keys, err)
+	}
+	return err
+}
+
+// handover is how a Lock's Release treats waiters.
+type handover uint8
+
+const (
+	// deleteKeys: release.lua deletes the keys, as for a lock obtained
+	// without WaitForRelease (whose user may lack the ACL of the wait
+	// queues); waiters notice when their block ends.
+	deleteKeys handover = iota
+	// handOver: each key of ours is handed over to its next waiter when
+	// one is registered (a lock obtained with WaitForRelease).
+	handOver
+	// handOverIfAllowed: as handOver, but a user whom the server's ACL
+	// refuses the wait queues releases as deleteKeys (an attached lock,
+	// whose holder's strategy is not known).
+	handOverIfAllowed
+)
+
+// runRelease runs release.lua for l, handing its keys over as l.handover
+// says. Keys that cannot have companions are only deleted.
+func (l *Lock) runRelease(ctx context.Context) (int64, error) {
+	if l.handover != deleteKeys {
+		if keys, ok := handoff.Companions(l.keys); ok {
+			n, err := releaseScript.Run(ctx, l.client, keys, l.tokenArg, handoff.ReservationArg).Int64()
+			if err == nil || l.handover != handOverIfAllowed || !deniedByACL(err) {
+				return n, err
+			}
+			// Refused before anything was written: a declared key is
+			// checked before the script runs, and the first command that
+			// a queue ACL lacks comes before any write of the handover.
+		}
+	}
+	return releaseScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
+}
+
+// deniedByACL reports whether err is the server refusing a key or a
+// command to the user: NOPERM, or the error a script gets for a command
+// it may not call (Redis 7: "… can't run this command …", Valkey 8: "… has
+// no permissions to run …").
+func deniedByACL(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false
+	}
+	msg := reply.Error()
+	return strings.Contains(msg, "NOPERM") || strings.Contains(msg, "can't run this command") || strings.Contains(msg, "no permissions")
+}
