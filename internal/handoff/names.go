@@ -1,6 +1,10 @@
 package handoff
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/redislock/redislock/internal/keyslot"
+)
 
 // The suffixes of companion names (see [Companions]).
 const (
@@ -90,10 +94,5 @@ func GrantList(firstKey, id string) (_ string, ok bool) {
 	return "{" + firstKey + "}" + grantInfix + id, true
 }
 
-// hasTag reports whether Redis Cluster hashes key by a hash tag: a
-// non-empty text between its first "{" and the next "}".
-func hasTag(key string) bool {
-	// TODO(lead): use internal/keyslot.HasTag once the harness lane lands it.
-	i := strings.IndexByte(key, '{')
-	return i >= 0 && strings.IndexByte(key[i+1:], '}') > 0
-}
+// hasTag reports whether Redis Cluster hashes key by a hash tag.
+func hasTag(key string) bool { return keyslot.HasTag(key) }

@@ -3,6 +3,8 @@ package handoff
 import (
 	"strings"
 	"testing"
+
+	"github.com/redislock/redislock/internal/keyslot"
 )
 
 func TestCompanions(t *testing.T) {
@@ -42,11 +44,11 @@ func TestCompanions(t *testing.T) {
 			t.Errorf("Companions(%q) = %q, want the keys then %q", tc.keys, got, tc.want)
 		}
 		for i, k := range got[n:] {
-			if lock := tc.keys[i%n]; slot(k) != slot(lock) {
-				t.Errorf("%q hashes %q, its lock key %q hashes %q", k, slot(k), lock, slot(lock))
+			if lock := tc.keys[i%n]; keyslot.Slot(k) != keyslot.Slot(lock) {
+				t.Errorf("%q is in slot %d, its lock key %q in %d", k, keyslot.Slot(k), lock, keyslot.Slot(lock))
 			}
 		}
-		if g, ok := GrantList(tc.keys[0], "id"); !ok || slot(g) != slot(tc.keys[0]) {
+		if g, ok := GrantList(tc.keys[0], "id"); !ok || keyslot.Slot(g) != keyslot.Slot(tc.keys[0]) {
 			t.Errorf("GrantList(%q) = %q, %t: not in the key's slot", tc.keys[0], g, ok)
 		}
 	}
@@ -74,15 +76,4 @@ func FuzzCompanionsDistinct(f *testing.F) {
 			names[c.name] = c.key
 		}
 	})
-}
-
-// slot returns what Redis Cluster hashes for key: its hash tag, or the
-// whole key. Two keys with the same text are in one slot.
-func slot(key string) string {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			return key[i+1 : i+1+j]
-		}
-	}
-	return key
 }
