@@ -41,9 +41,8 @@ type conn interface {
 	blockAndAttempt(ctx context.Context, list, grants string, d time.Duration, keys []string, args []any) (reply any, moveErr, err error)
 	// leave runs the leave script.
 	leave(ctx context.Context, keys []string, args []any)
-	// tick returns how late the server may end a blocking call; s is the
-	// Registry's entry of the client.
-	tick(ctx context.Context, s *clientState) time.Duration
+	// tick returns how late the server may end a blocking call.
+	tick(ctx context.Context) time.Duration
 }
 
 // redisConn is a conn over a go-redis client.
@@ -84,8 +83,8 @@ func (c *redisConn) leave(ctx context.Context, keys []string, args []any) {
 	_ = c.leaveWith.Run(lctx, c.client, keys, args...).Err() // best effort: the registration lapses anyway
 }
 
-func (c *redisConn) tick(ctx context.Context, s *clientState) time.Duration {
-	return c.reg.serverTick(ctx, c.client, s)
+func (c *redisConn) tick(ctx context.Context) time.Duration {
+	return c.reg.serverTick(ctx, c.client)
 }
 
 // ErrUnexpectedReply is returned when the waiting script replied with a

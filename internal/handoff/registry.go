@@ -14,9 +14,9 @@ import (
 // A Registry holds what the waits of one process share per go-redis
 // client: the groups of goroutines that wait for one key (one wake-up list)
 // and block one connection between them, the count of that client's
-// connections that block, and the server's timer tick as last read. It
-// holds no goroutine and nothing that needs closing; a group lives while it
-// has members. It is safe for concurrent use.
+// connections that block, and the server's timer tick as last read (kept
+// for a minute). It holds no goroutine and nothing that needs closing; a
+// group lives while it has members. It is safe for concurrent use.
 //
 // Waits share a connection only when they go through one Registry: the
 // root package uses [Default] for every Client, so that Clients made for
@@ -26,6 +26,13 @@ type Registry struct {
 	mu      sync.Mutex
 	groups  map[groupKey]*group
 	clients map[redis.Scripter]*clientState
+	ticks   map[redis.Scripter]tickReading // kept for tickLife after the waits end
+}
+
+// tickReading is a server's tick as read at a time.
+type tickReading struct {
+	tick time.Duration
+	at   time.Time
 }
 
 // Default is the Registry of the process: the only package-level mutable
@@ -48,9 +55,7 @@ type groupKey struct {
 type clientState struct {
 	limit   int // connections that may block at once
 	used    int
-	members int           // waits through this client, in any group
-	tick    time.Duration // the server's timer tick (1/hz), as last read
-	tickAt  time.Time     // when tick was read; zero: never
+	members int // waits through this client, in any group
 }
 
 // tickLife is how long a server's tick, once read, is trusted.
@@ -141,18 +146,33 @@ func newClientState(client redis.Scripter) *clientState {
 // serverTick returns the timer tick of client's server (1/hz): how late it
 // may end a blocking call, since it checks their timeouts only when its
 // event loop wakes, at the latest once a tick. It is read with INFO at most
-// once a minute per client; [defaultTick] when that fails.
-func (r *Registry) serverTick(ctx context.Context, client redis.Scripter, s *clientState) time.Duration {
-	r.mu.Lock()
-	tick, at := s.tick, s.tickAt
-	r.mu.Unlock()
-	if !at.IsZero() && time.Since(at) < tickLife {
-		return tick
+// once a minute per client, and kept for that minute; [defaultTick] when
+// INFO cannot be read.
+func (r *Registry) serverTick(ctx context.Context, client redis.Scripter) time.Duration {
+	comparable := reflect.TypeOf(client).Comparable()
+	if comparable {
+		r.mu.Lock()
+		t, ok := r.ticks[client]
+		r.mu.Unlock()
+		if ok && time.Since(t.at) < tickLife {
+			return t.tick
+		}
 	}
-	tick = readTick(ctx, client)
-	r.mu.Lock()
-	s.tick, s.tickAt = tick, time.Now()
-	r.mu.Unlock()
+	tick := readTick(ctx, client)
+	if comparable {
+		now := time.Now()
+		r.mu.Lock()
+		if r.ticks == nil {
+			r.ticks = make(map[redis.Scripter]tickReading)
+		}
+		for c, t := range r.ticks {
+			if now.Sub(t.at) >= tickLife {
+				delete(r.ticks, c)
+			}
+		}
+		r.ticks[client] = tickReading{tick, now}
+		r.mu.Unlock()
+	}
 	return tick
 }
 

@@ -210,7 +210,7 @@ func (w *wait) start(ctx context.Context, longest time.Duration) {
 	w.grants = grants
 	w.g = w.reg.join(req.Client, w.lists[0], w.m)
 	if longest > 0 {
-		w.slack = w.conn.tick(ctx, w.g.state)
+		w.slack = w.conn.tick(ctx)
 		if rt, _ := clientLimits(req.Client); rt > 0 {
 			// The reply to a block can come a tick late.
 			longest = min(longest, rt-w.slack-100*time.Millisecond)

@@ -59,7 +59,7 @@ func (m *model) leave(context.Context, []string, []any) {
 	m.mu.Unlock()
 }
 
-func (m *model) tick(context.Context, *clientState) time.Duration { return m.tickLate }
+func (m *model) tick(context.Context) time.Duration { return m.tickLate }
 
 func request(ttl time.Duration) *Request {
 	return &Request{
