@@ -204,7 +204,7 @@ func TestAttachReleaseWithoutQueueACL(t *testing.T) {
 			o := srv.Options()
 			o.Username, o.Password = "locker", "locker"
 			rdb := redis.NewClient(o)
-			defer rdb.Close()
+			defer func() { _ = rdb.Close() }()
 			for _, key := range []string{"locks:{job}:lock", "locks:plain"} {
 				lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, nil)
 				if err != nil {

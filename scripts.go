@@ -44,5 +44,4 @@ var (
 var (
 	argFenced   any = "1"
 	argUnfenced any = "0"
-
 )

@@ -507,7 +507,7 @@ func TestWaitForReleaseContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer holder.Release(context.Background())
+		defer func() { _ = holder.Release(context.Background()) }()
 
 		t.Run("cancel", func(t *testing.T) {
 			// One goroutine blocks on Redis for the shared client; the other
@@ -1122,7 +1122,7 @@ func TestWaitForReleaseCrashLoopQueueBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer holder.Release(context.Background())
+		defer func() { _ = holder.Release(context.Background()) }()
 		// Two live waiters wait the whole time.
 		const live = 2
 		for range live {

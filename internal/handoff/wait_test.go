@@ -214,7 +214,7 @@ func TestGroupLead(t *testing.T) {
 		// does not lead: it is told to attempt when the time comes.
 		near := time.Now().Add(time.Second + minBlock/2)
 		if block, err := g.wait(ctx, members[2], near, time.Second); err != nil || block != 0 || time.Now().Before(near) {
-			t.Fatalf("member near its deadline: block %v, %v at %v before it", block, err, near.Sub(time.Now()))
+			t.Fatalf("member near its deadline: block %v, %v at %v before it", block, err, time.Until(near))
 		}
 		r.leave(g, members[2])
 		if waits, groups, clients := r.Waits(); waits+groups+clients != 0 {
