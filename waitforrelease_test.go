@@ -1180,7 +1180,7 @@ func TestWaitForReleaseDeadlineAtLowHz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer holder.Release(ctx)
+	defer func() { _ = holder.Release(ctx) }()
 	for _, hz := range []int{1, 10} {
 		if err := admin.ConfigSet(ctx, "hz", strconv.Itoa(hz)).Err(); err != nil {
 			t.Fatal(err)
