@@ -14,8 +14,7 @@
 --   tag      text that keeps the grants of one script apart (the key's index).
 --
 -- Registrations that have lapsed (waiters that died or left without a
--- word) and the one marked by the previous handover are dropped. When live
--- waiters remain, the key is handed over: it becomes a reservation, the
+-- word) are dropped. When live waiters remain, the key is handed over: it becomes a reservation, the
 -- plain string "<#grant>:<grant>:0:" (so that every client, bsm/redislock
 -- included, sees it held) that expires after reserve ms, and the grant "~<server time in µs>.<tag>" is pushed onto the emptied
 -- wake list. Redis moves it to the grant list of the client that has been
@@ -26,28 +25,30 @@
 -- list are deleted.
 --
 -- The client blocked longest is normally the waiter whose registration is
--- the oldest (the lowest score): that registration is marked, its score
--- set to minus the server time, so that the next handover drops it unless
--- its waiter renews it meanwhile (it attempts again) or takes the grant
--- (it leaves the queue). A waiter that died registered thus costs one
--- reservation with no taker, at the first handover that counts on it.
--- A marked waiter may also be alive and blocked, when Redis's order of
--- blocked clients and the order of registrations differ (by the instant
--- between a registration and its block): when the registrations that a
--- handover drops were the last, it deletes the key but still pushes a
--- wake-up ("~free") onto the wake list, which such a waiter takes at once
--- and then finds the key free.
+-- the oldest live one (the lowest positive score): that registration is
+-- marked, its score set to minus the server time. Its waiter renews it when
+-- it attempts again, and leaves the queue when it takes the grant. A mark
+-- does not count as a waiter: when a handover finds only marks, it deletes
+-- the key and drops them, pushing for each a wake-up without reservation
+-- ("~free") onto the wake list. A waiter that died registered thus costs
+-- one reservation with no taker. A marked waiter may also be alive and
+-- blocked (Redis's order of blocked clients and the order of registrations
+-- differ by the instant between a registration and its block): its
+-- wake-up reaches it at once, and it finds the key free.
 --
 -- Returns 1 when the key was handed over, 0 when it was deleted.
 local function handover(key, queue, wake, reserve, tag)
   local t = redis.call("TIME")
   local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local dropped = redis.call("ZREMRANGEBYSCORE", queue, "-inf", string.format("%.0f", ms))
-  local first = redis.call("ZRANGE", queue, 0, 0)[1]
+  redis.call("ZREMRANGEBYSCORE", queue, 0, string.format("%.0f", ms))
+  local first = redis.call("ZRANGE", queue, 0, "+inf", "BYSCORE", "LIMIT", 0, 1)[1]
   if not first then
+    local marked = redis.call("ZREMRANGEBYSCORE", queue, "-inf", "(0")
     redis.call("DEL", key, wake)
-    if dropped > 0 then
+    for _ = 1, math.min(marked, 16) do
       redis.call("RPUSH", wake, "~free")
+    end
+    if marked > 0 then
       redis.call("PEXPIRE", wake, reserve)
     end
     return 0
