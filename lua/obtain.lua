@@ -40,9 +40,8 @@
 --   another waiter's grant, else 0. The waiter is then registered in the
 --   queue of key i only (removed from the others) until ARGV[6] ms from
 --   now; a grant it could not use (another key is held) is handed over to
---   the next waiter of its key. Lapsed registrations of that queue, and
---   marks older than a registration's life (see handover.lua), are dropped
---   first. When obtained, the waiter is removed from every queue (and
+--   the next waiter of its key. Lapsed registrations of that queue (not
+--   the marks of handovers, see handover.lua) are dropped first. When obtained, the waiter is removed from every queue (and
 --   ARGV[8] renewed). Either way its grant list is emptied.
 --
 -- Fence tokens: a new acquisition sets the counter to
@@ -104,10 +103,10 @@ if blocked then
   for i = 1, n do
     redis.call("ZREM", KEYS[f + i], waiter)
   end
-  -- Lapsed registrations, and marks older than a registration's life; a
-  -- younger mark is left to the next handover: its waiter may be blocked,
-  -- and that handover wakes it (see handover.lua).
-  redis.call("ZREMRANGEBYSCORE", KEYS[f + blocker], "(" .. string.format("%.0f", tonumber(ARGV[6]) - now), string.format("%.0f", now))
+  -- Lapsed registrations; marks (negative scores) are left to the next
+  -- handover: their waiters may be blocked, and it wakes them (see
+  -- handover.lua).
+  redis.call("ZREMRANGEBYSCORE", KEYS[f + blocker], 0, string.format("%.0f", now))
   redis.call("ZADD", KEYS[f + blocker], string.format("%.0f", now + tonumber(ARGV[6])), waiter)
   redis.call("PEXPIRE", KEYS[f + blocker], ARGV[6])
   if granted then
