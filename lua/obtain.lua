@@ -19,9 +19,10 @@
 -- ARGV[7]     how long (ms) a key handed over stays reserved (see handover.lua).
 -- ARGV[8]     optional: the id of the waiter of this process that waits
 --             next for key ARGV[9] (1-based), or "": when the lock is
---             obtained, its registration is renewed in that key's queue, so
---             that it counts as a waiter from the moment it blocks in our
---             place.
+--             obtained, its registration in that key's queue, if it still
+--             has one, is renewed, so that it counts as a waiter from the
+--             moment it blocks in our place (only if: it may have obtained
+--             or left meanwhile, and must not be registered again).
 --
 -- A lock key holds the plain string "<#token>:<token>:<fence>:<metadata>"
 -- (lib.lua), where <fence> is "0" for a lock without fence counter and
@@ -159,8 +160,9 @@ if waiter then
   if next and next ~= "" and j and j >= 1 and j <= n then
     local t = redis.call("TIME")
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    redis.call("ZADD", KEYS[f + j], string.format("%.0f", now + tonumber(ARGV[6])), next)
-    redis.call("PEXPIRE", KEYS[f + j], ARGV[6])
+    if redis.call("ZADD", KEYS[f + j], "XX", "CH", string.format("%.0f", now + tonumber(ARGV[6])), next) == 1 then
+      redis.call("PEXPIRE", KEYS[f + j], ARGV[6])
+    end
   end
 end
 return fence

@@ -26,12 +26,12 @@ const (
 	minBlock = 10 * time.Millisecond
 
 	// Registration is how long a waiter's registration in a wait queue
-	// lasts without renewal. Every attempt renews it; the member of a group
-	// that blocks (its leader) attempts at least once a block, and when the
-	// lead passes on, the script that ends the leader's wait (obtain.lua,
-	// leave.lua) renews the next leader's registration. The other members
-	// need none: one registration per group tells a release to hand over.
-	// It outlasts a block that ends a tick late at hz 1.
+	// lasts without renewal. Every attempt renews it, and a waiter attempts
+	// at least every half of it (a leader once a block); when the lead
+	// passes on, the script that ends the leader's wait (obtain.lua,
+	// leave.lua) renews the next leader's registration, so that it counts
+	// from the moment it blocks. It outlasts a block that ends a tick late
+	// at hz 1.
 	Registration = 3 * time.Second
 
 	// Reservation is how long a key handed over stays reserved for the
@@ -331,12 +331,16 @@ func (w *wait) attempt(ctx context.Context) {
 
 // sleep waits in the group of the key that holds the waiter up, until it
 // leads (then blocks) or it is time to attempt: when the holder can have
-// expired, or at the deadline, whichever comes first.
+// expired, to renew the registration, or at the deadline, whichever comes
+// first.
 func (w *wait) sleep(ctx context.Context) {
 	now := time.Now()
-	until, _ := ctx.Deadline() // run gave every wait a deadline
+	until := now.Add(Registration / 2)
 	if !w.last.reserved && !w.last.expiry.IsZero() && w.last.expiry.Before(until) {
 		until = w.last.expiry
+	}
+	if d, ok := ctx.Deadline(); ok && d.Before(until) {
+		until = d
 	}
 	if until.Sub(now)-w.slack < minBlock {
 		// Too close to the end to block (the server may end a block a tick
