@@ -96,6 +96,13 @@ var (
 	ErrUnexpectedReply = errors.New("redislock: unexpected reply from redis")
 )
 
+// Errors of [Semaphore].
+var (
+	// ErrInvalidLimit is returned, before anything is sent to Redis, by the
+	// methods of a [Semaphore] whose limit is below one.
+	ErrInvalidLimit = errors.New("redislock: invalid semaphore limit")
+)
+
 // CrossSlotError reports keys of one lock that a Redis Cluster keeps in
 // different hash slots. One Lua script can only touch keys of one slot, so
 // such a lock cannot be taken atomically; use a hash tag ("{job}:a",

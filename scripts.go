@@ -45,3 +45,24 @@ var (
 	argFenced   any = "1"
 	argUnfenced any = "0"
 )
+
+// The scripts of [Semaphore] and [Permit] (semaphore.go): one per verb, each
+// on the semaphore's sorted set and its permit hash.
+var (
+	//go:embed lua/semaphore_acquire.lua
+	semAcquireSource string
+	//go:embed lua/semaphore_refresh.lua
+	semRefreshSource string
+	//go:embed lua/semaphore_release.lua
+	semReleaseSource string
+	//go:embed lua/semaphore_ttl.lua
+	semTTLSource string
+	//go:embed lua/semaphore_holders.lua
+	semHoldersSource string
+
+	semAcquireScript = script.New(semAcquireSource)
+	semRefreshScript = script.New(semRefreshSource)
+	semReleaseScript = script.New(semReleaseSource)
+	semTTLScript     = script.New(semTTLSource)
+	semHoldersScript = script.New(semHoldersSource)
+)

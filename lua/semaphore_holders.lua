@@ -1,0 +1,28 @@
+-- semaphore_holders.lua: every live permit of a semaphore. It writes
+-- nothing.
+--
+-- KEYS[1]   the semaphore key (sorted set, see semaphore_acquire.lua).
+-- KEYS[2]   its permit hash.
+--
+-- Reply, an array of 3 entries per live permit, soonest expiry first:
+-- the token, the milliseconds left (>= 1), and the hash value
+-- "<fence>:<metadata>" ("" if the field is missing).
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local live = redis.call("ZRANGEBYSCORE", KEYS[1], "(" .. now, "+inf", "WITHSCORES")
+local out = {}
+if #live == 0 then return out end
+local tokens = {}
+for i = 1, #live, 2 do tokens[#tokens + 1] = live[i] end
+local values = {}
+-- In chunks: unpack of too many values overflows Lua's stack.
+for i = 1, #tokens, 1000 do
+  local part = redis.call("HMGET", KEYS[2], unpack(tokens, i, math.min(i + 999, #tokens)))
+  for j = 1, #part do values[i + j - 1] = part[j] end
+end
+for i = 1, #tokens do
+  out[#out + 1] = tokens[i]
+  out[#out + 1] = tonumber(live[2 * i]) - now
+  out[#out + 1] = values[i] or ""
+end
+return out
