@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"time"
-
-	"github.com/redislock/redislock"
 )
 
 // lockEvents is told what happens to the lock of a "run", as it happens,
@@ -12,7 +10,7 @@ import (
 // stderr; a metrics or tracing hook would be another implementation.
 type lockEvents interface {
 	// obtained: the lock is held, certainly until validUntil.
-	obtained(lock *redislock.Lock, validUntil time.Time)
+	obtained(lock held, validUntil time.Time)
 	// refreshed: a refresh succeeded; the lock is held until validUntil.
 	refreshed(key string, validUntil time.Time)
 	// retrying: what failed with err, which may pass; it is tried again
@@ -28,18 +26,18 @@ type lockEvents interface {
 // noEvents ignores every event.
 type noEvents struct{}
 
-func (noEvents) obtained(*redislock.Lock, time.Time) {}
-func (noEvents) refreshed(string, time.Time)         {}
-func (noEvents) retrying(string, error, time.Time)   {}
-func (noEvents) lost(string, error)                  {}
-func (noEvents) released(string)                     {}
+func (noEvents) obtained(held, time.Time)          {}
+func (noEvents) refreshed(string, time.Time)       {}
+func (noEvents) retrying(string, error, time.Time) {}
+func (noEvents) lost(string, error)                {}
+func (noEvents) released(string)                   {}
 
 // verboseEvents writes each event as a line, through say.
 type verboseEvents struct {
 	say func(format string, args ...any)
 }
 
-func (v *verboseEvents) obtained(lock *redislock.Lock, validUntil time.Time) {
+func (v *verboseEvents) obtained(lock held, validUntil time.Time) {
 	fence := ""
 	if f := lock.FenceToken(); f != 0 {
 		fence = fmt.Sprintf(", fence token %d", f)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +33,14 @@ queue in Redis and are woken, in arrival order, by the release of a holder
 that waited too; a release by another holder, or its expiry, is noticed
 within a second. While waiting, a Redis that cannot be reached (refused
 connections, a restart) is tried again until the wait runs out.
+
+With --limit N, KEY is a counting semaphore instead of a lock: COMMAND runs
+while fewer than N jobs hold a permit of KEY (at most N at once, across
+machines), and the permit is kept alive, released and lost as the lock
+would be. A permit expires by itself at its TTL when its holder is gone.
+--wait polls for a free permit (backoffs up to 250 ms); every job should
+give the same N (a job with a smaller N waits until fewer than its own N
+hold KEY). "redislock status KEY" lists the holders.
 
 COMMAND's environment gets:
   REDISLOCK_KEY          KEY
@@ -93,6 +103,9 @@ Examples:
   redislock run --fence-key '{migrate}:fence' '{migrate}:lock' -- \
       sh -c 'migrate --fence-token "$REDISLOCK_FENCE_TOKEN"'
 
+  # at most 4 encoders at once across the fleet, waiting for a free slot
+  redislock run --limit 4 --wait forever encode -- ./encode.sh input.mp4
+
   # on a Cluster (a lock key and its fence key need the same {hash tag})
   redislock run --cluster --redis redis://10.0.0.1:7000,10.0.0.2:7000 '{job}:lock' -- ./job`
 
@@ -123,10 +136,20 @@ type runOptions struct {
 	metadata     string
 	conflictCode int
 	conn         *connFlags
-	// A --limit N (at most N holders at once, a counting semaphore, as
-	// consul lock -n) belongs here once the library has one: obtain takes
-	// a slot instead of the lock, and the rest of run only needs a lease
-	// with a KeepAlive.
+	// limit, when above 0 (--limit N), makes KEY a counting semaphore
+	// (consul lock -n): obtain takes one of N permits instead of the lock,
+	// and the rest of run holds the permit as it would the lock.
+	limit int
+}
+
+// held is what "run" holds while its command runs: a lock, or with
+// --limit a permit of a semaphore.
+type held interface {
+	Key() string
+	Token() string
+	FenceToken() int64
+	KeepAlive(ttl time.Duration, opt *redislock.KeepAliveOptions) (*redislock.KeepAlive, error)
+	Release(ctx context.Context) error
 }
 
 // newRunFlags defines the flags of "run". It is also what the completion
@@ -145,6 +168,7 @@ func newRunFlags() (*flag.FlagSet, *runOptions, aliases) {
 	fs.BoolVar(&o.verbose, "verbose", false, "report the lock obtained, refreshed and released, with its fencing token, on stderr")
 	fs.StringVar(&o.fenceKey, "fence-key", "", "fencing counter `KEY`: sets REDISLOCK_FENCE_TOKEN (on a Cluster, in KEY's hash slot)")
 	fs.StringVar(&o.metadata, "metadata", "", "`TEXT` stored with the lock, shown by status (default hostname:pid)")
+	fs.IntVar(&o.limit, "limit", 0, "run while fewer than `N` jobs hold KEY, a counting semaphore of N permits (default 0: KEY is a lock, one job)")
 	o.conn = addConnFlags(fs)
 	short.alias(fs, "w", "wait")
 	short.alias(fs, "n", "nonblock")
@@ -253,6 +277,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer func() { _ = rdb.Close() }()
 
+	r.limit = o.limit
 	lock, code, ok := r.obtain(wctx, rdb, until, &o.wait, o.fenceKey, o.metadata, o.conflictCode)
 	if sig, interrupted := stopWatch(); interrupted {
 		_ = r.release(base, lock)
@@ -288,6 +313,8 @@ func checkRunArgs(key string, present bool, command []string, o *runOptions) str
 		return fmt.Sprintf("--grace %v is negative", grace)
 	case grace > ttl/2:
 		return fmt.Sprintf("--grace %v is more than half the --ttl %v: COMMAND is stopped --grace before its lease ends, and the rest of the lease is the time a refresh has to succeed", grace, ttl)
+	case o.limit < 0:
+		return fmt.Sprintf("--limit %d is negative", o.limit)
 	case o.conflictCode < 0 || o.conflictCode > 255:
 		return fmt.Sprintf("--conflict-exit-code %d is not in 0..255", o.conflictCode)
 	}
@@ -302,6 +329,8 @@ type runner struct {
 	grace  time.Duration
 	stderr io.Writer
 	quiet  bool
+	// limit above 0: KEY is a semaphore of limit permits (--limit).
+	limit int
 	// verbose: events go to stderr, and refreshes are looked for on a
 	// ticker too, to be told as they happen.
 	verbose bool
@@ -316,13 +345,32 @@ func (r *runner) say(format string, args ...any) {
 // obtain takes the lock, waiting until until when wait asks for it, and
 // trying again meanwhile after errors that may pass. On failure it has
 // said why, and returns the exit code.
-func (r *runner) obtain(ctx context.Context, rdb redis.UniversalClient, until time.Time, wait *waitValue, fenceKey, metadata string, conflictCode int) (*redislock.Lock, int, bool) {
+func (r *runner) obtain(ctx context.Context, rdb redis.UniversalClient, until time.Time, wait *waitValue, fenceKey, metadata string, conflictCode int) (held, int, bool) {
 	waiting := !until.IsZero()
 	opt := &redislock.Options{Metadata: metadata, FenceKey: fenceKey}
 	if waiting {
 		opt.RetryStrategy = redislock.WaitForRelease(nil)
+		if r.limit > 0 {
+			// A semaphore's waiting polls, with jittered backoffs that a
+			// freed permit waits for 250 ms at most.
+			opt.RetryStrategy = redislock.Jitter(redislock.ExponentialBackoff(10*time.Millisecond, 250*time.Millisecond), 0.5)
+		}
 	}
 	locker := redislock.New(rdb)
+	take := func(ctx context.Context) (held, error) {
+		if r.limit > 0 {
+			p, err := locker.Semaphore(r.key, r.limit).Acquire(ctx, r.ttl, opt)
+			if err != nil {
+				return nil, err
+			}
+			return p, nil
+		}
+		lock, err := locker.Obtain(ctx, r.key, r.ttl, opt)
+		if err != nil {
+			return nil, err
+		}
+		return lock, nil
+	}
 	pause := 50 * time.Millisecond
 	for {
 		deadline := until
@@ -330,7 +378,7 @@ func (r *runner) obtain(ctx context.Context, rdb redis.UniversalClient, until ti
 			deadline = time.Now().Add(redisTimeout)
 		}
 		octx, cancel := context.WithDeadline(ctx, deadline)
-		lock, err := locker.Obtain(octx, r.key, r.ttl, opt)
+		lock, err := take(octx)
 		cancel()
 		switch {
 		case err == nil:
@@ -346,7 +394,7 @@ func (r *runner) obtain(ctx context.Context, rdb redis.UniversalClient, until ti
 				r.say("%s is held%s: not obtained%s", r.key, r.holder(ctx, locker), within)
 			}
 			return nil, conflictCode, false
-		case errors.Is(err, redislock.ErrInvalidKey), errors.Is(err, redislock.ErrCrossSlot), errors.Is(err, redislock.ErrInvalidTTL):
+		case errors.Is(err, redislock.ErrInvalidKey), errors.Is(err, redislock.ErrCrossSlot), errors.Is(err, redislock.ErrInvalidTTL), errors.Is(err, redislock.ErrInvalidLimit):
 			r.say("%v", err)
 			return nil, exitUsage, false
 		case waiting && retryable(err) && time.Now().Add(pause).Before(until):
@@ -370,6 +418,9 @@ func (r *runner) obtain(ctx context.Context, rdb redis.UniversalClient, until ti
 func (r *runner) holder(ctx context.Context, locker *redislock.Client) string {
 	ictx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
+	if r.limit > 0 {
+		return r.permitHolders(ictx, locker)
+	}
 	info, err := locker.Inspect(ictx, r.key)
 	if err != nil || !info.Held {
 		return ""
@@ -384,6 +435,21 @@ func (r *runner) holder(ctx context.Context, locker *redislock.Client) string {
 	return s
 }
 
+// permitHolders describes the holders of the semaphore KEY, for the message
+// of a permit not obtained: " by 3 jobs: "a:1", "b:2", "c:3" (the first
+// expires in 9.8s)", or "" when they cannot be read.
+func (r *runner) permitHolders(ctx context.Context, locker *redislock.Client) string {
+	holders, err := locker.Semaphore(r.key, r.limit).Holders(ctx)
+	if err != nil || len(holders) == 0 {
+		return ""
+	}
+	names := make([]string, len(holders))
+	for i, h := range holders {
+		names[i] = strconv.Quote(h.Metadata)
+	}
+	return fmt.Sprintf(" by %d of %d jobs: %s (the first expires in %v)", len(holders), r.limit, strings.Join(names, ", "), holders[0].TTL.Round(time.Millisecond))
+}
+
 // interruptedWaiting reports a signal that came before the command
 // started, and returns its exit status.
 func (r *runner) interruptedWaiting(sig syscall.Signal) int {
@@ -394,7 +460,7 @@ func (r *runner) interruptedWaiting(sig syscall.Signal) int {
 // release releases lock (nil does nothing), bounded by redisTimeout. It
 // reports Redis errors; [redislock.ErrLockNotHeld] is returned for the
 // caller to judge.
-func (r *runner) release(ctx context.Context, lock *redislock.Lock) error {
+func (r *runner) release(ctx context.Context, lock held) error {
 	if lock == nil {
 		return nil
 	}

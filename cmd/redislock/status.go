@@ -21,18 +21,24 @@ Shows, for each KEY, whether the lock is held, for how long still, the
 holder's metadata (hostname:pid for "redislock run"), its token and the
 fencing token of its acquisition; with --fence-key, the fencing counter too.
 It reads without changing anything. A key held in another format (by
-bsm/redislock, or not a lock at all) is shown as held, "foreign".
+bsm/redislock, or not a lock at all) is shown as held, "foreign". A KEY
+that is a semaphore ("redislock run --limit N") shows one line for each
+live permit, with its holder's metadata, TTL, token and fencing token.
 
 The token lets anyone release the lock ("redislock release"): the table
 shows its first 8 characters unless --show-token; --json shows all of it.
 
 JSON (--json), one object:
   {"locks": [{"key": "...", "held": true, "foreign": false, "ttl_ms": 28412,
-              "token": "...", "metadata": "host:1234", "fence_token": 17}],
+              "token": "...", "metadata": "host:1234", "fence_token": 17,
+              "semaphore": false, "permits": [...]}],
    "fence_key": "...", "fence_counter": 17}
 ttl_ms is 0 for a key not held and -1 for a key without expiry; fence_key
 and fence_counter appear with --fence-key only (the counter is 0 before the
-first fenced acquisition).
+first fenced acquisition). For a semaphore, "semaphore" is true, "held"
+says whether any permit is live, and "permits" lists them, each as
+{"token", "metadata", "fence_token", "ttl_ms"}, the first to expire first;
+the other fields of the key are empty.
 
 Exit status: 0 when every key was read (held or not), 1 on a Redis error,
 2 on a usage error.
@@ -58,6 +64,17 @@ type lockStatus struct {
 	Token      string `json:"token"`
 	Metadata   string `json:"metadata"`
 	FenceToken int64  `json:"fence_token"`
+	// Semaphore: the key is a semaphore, whose live permits are Permits.
+	Semaphore bool           `json:"semaphore,omitempty"`
+	Permits   []permitStatus `json:"permits,omitempty"`
+}
+
+// permitStatus is one live permit of a semaphore key.
+type permitStatus struct {
+	Token      string `json:"token"`
+	Metadata   string `json:"metadata"`
+	FenceToken int64  `json:"fence_token"`
+	TTLms      int64  `json:"ttl_ms"`
 }
 
 // statusOptions are the flags of "status".
@@ -139,6 +156,12 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, keys []string, f
 		if err != nil {
 			return nil, fmt.Errorf("inspect %s: %w", k, err)
 		}
+		if info.Held && info.Foreign && info.TTL > 0 {
+			if s, ok := semaphoreStatus(ctx, locker, k); ok {
+				report.Locks = append(report.Locks, s)
+				continue
+			}
+		}
 		report.Locks = append(report.Locks, lockStatus{
 			Key:        k,
 			Held:       info.Held,
@@ -157,6 +180,22 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, keys []string, f
 		report.FenceKey, report.FenceCounter = fenceKey, &counter
 	}
 	return report, nil
+}
+
+// semaphoreStatus reads key as a semaphore: ok is false when it is not one
+// (the script finds another type of key, or the read fails: the key is then
+// shown as Inspect saw it). A semaphore's keys always have an expiry, so
+// only foreign keys with one are tried.
+func semaphoreStatus(ctx context.Context, locker *redislock.Client, key string) (lockStatus, bool) {
+	holders, err := locker.Semaphore(key, 1).Holders(ctx)
+	if err != nil {
+		return lockStatus{}, false
+	}
+	s := lockStatus{Key: key, Held: len(holders) > 0, Semaphore: true}
+	for _, h := range holders {
+		s.Permits = append(s.Permits, permitStatus{Token: h.Token, Metadata: h.Metadata, FenceToken: h.FenceToken, TTLms: h.TTL.Milliseconds()})
+	}
+	return s, true
 }
 
 // fenceCounter returns the value of the fencing counter key: 0 when it does
@@ -182,6 +221,16 @@ func printStatus(w io.Writer, report *statusReport, showToken bool) {
 	_, _ = fmt.Fprintln(tw, "KEY\tHELD\tTTL\tMETADATA\tTOKEN\tFENCE TOKEN")
 	for _, l := range report.Locks {
 		switch {
+		case l.Semaphore && !l.Held:
+			_, _ = fmt.Fprintf(tw, "%s\tno (semaphore)\t-\t-\t-\t-\n", l.Key)
+		case l.Semaphore:
+			for i, p := range l.Permits {
+				token := p.Token
+				if !showToken {
+					token = shorten(token, 8)
+				}
+				_, _ = fmt.Fprintf(tw, "%s\tpermit %d/%d\t%s\t%s\t%s\t%s\n", l.Key, i+1, len(l.Permits), formatTTL(p.TTLms), strconv.Quote(p.Metadata), token, fenceText(p.FenceToken))
+			}
 		case !l.Held:
 			_, _ = fmt.Fprintf(tw, "%s\tno\t-\t-\t-\t-\n", l.Key)
 		case l.Foreign:
@@ -191,17 +240,21 @@ func printStatus(w io.Writer, report *statusReport, showToken bool) {
 			if !showToken {
 				token = shorten(token, 8)
 			}
-			fence := "-"
-			if l.FenceToken != 0 {
-				fence = strconv.FormatInt(l.FenceToken, 10)
-			}
-			_, _ = fmt.Fprintf(tw, "%s\tyes\t%s\t%s\t%s\t%s\n", l.Key, formatTTL(l.TTLms), strconv.Quote(l.Metadata), token, fence)
+			_, _ = fmt.Fprintf(tw, "%s\tyes\t%s\t%s\t%s\t%s\n", l.Key, formatTTL(l.TTLms), strconv.Quote(l.Metadata), token, fenceText(l.FenceToken))
 		}
 	}
 	_ = tw.Flush()
 	if report.FenceCounter != nil {
 		_, _ = fmt.Fprintf(w, "fence counter %s: %d\n", report.FenceKey, *report.FenceCounter)
 	}
+}
+
+// fenceText formats a fencing token, "-" for none.
+func fenceText(f int64) string {
+	if f == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(f, 10)
 }
 
 // formatTTL formats a remaining TTL in milliseconds, -1 meaning none.

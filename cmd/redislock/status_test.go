@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestStatus(t *testing.T) {
 			t.Errorf("held key: %+v, want held with token %q, metadata host-1:42, fence token %d, a TTL up to 1m",
 				h, lock.Token(), lock.FenceToken())
 		}
-		if f := got.Locks[1]; f != (lockStatus{Key: free}) {
+		if f := got.Locks[1]; !reflect.DeepEqual(f, lockStatus{Key: free}) {
 			t.Errorf("free key: %+v, want only its name", f)
 		}
 		if f := got.Locks[2]; !f.Held || !f.Foreign || f.TTLms != -1 {

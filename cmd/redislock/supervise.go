@@ -59,7 +59,7 @@ func (r *runner) margin() time.Duration { return r.ttl/50 + 2*time.Millisecond }
 // does: the lease is certainly held until the keep-alive's ValidUntil, and
 // when no refresh has moved that on by --grace plus the margin before it,
 // the command gets SIGTERM, then SIGKILL the margin before it.
-func (r *runner) supervise(ctx context.Context, lock *redislock.Lock, path string, command []string, sigs <-chan os.Signal, stdout io.Writer) int {
+func (r *runner) supervise(ctx context.Context, lock held, path string, command []string, sigs <-chan os.Signal, stdout io.Writer) int {
 	ka, err := lock.KeepAlive(r.ttl, nil)
 	if err != nil {
 		r.say("keep %s alive: %v", r.key, err)
