@@ -41,6 +41,7 @@ type Semaphore struct {
 	client  RedisClient
 	cluster bool
 	key     string
+	permits string // the companion hash; "" when key cannot have one
 	limit   int
 }
 
@@ -48,10 +49,11 @@ type Semaphore struct {
 // at once. It sends nothing and checks nothing: a bad key or a limit below
 // one makes every call on it fail before anything is sent.
 func (c *Client) Semaphore(key string, limit int) Semaphore {
+	permits, _ := permitsKey(key) // "" when it has none: checked by each call
 	if c == nil {
-		return Semaphore{key: key, limit: limit}
+		return Semaphore{key: key, permits: permits, limit: limit}
 	}
-	return Semaphore{client: c.client, cluster: c.cluster, key: key, limit: limit}
+	return Semaphore{client: c.client, cluster: c.cluster, key: key, permits: permits, limit: limit}
 }
 
 // Key returns the semaphore's key.
@@ -72,24 +74,20 @@ func permitsKey(key string) (string, bool) {
 	return "{" + key + "}" + permitsSuffix + permitsUntagged, true
 }
 
-// keys checks the semaphore and returns its two keys.
-func (s Semaphore) keys(fenceKey string) ([]string, error) {
+// check checks the semaphore's limit and keys, and the fence key with them.
+// buf, of length 2, receives the semaphore's keys.
+func (s Semaphore) check(buf []string, fenceKey string) error {
 	if s.limit < 1 {
-		return nil, fmt.Errorf("%w: %d (at least 1)", ErrInvalidLimit, s.limit)
+		return fmt.Errorf("%w: %d (at least 1)", ErrInvalidLimit, s.limit)
 	}
 	if s.key == "" {
-		return nil, fmt.Errorf("%w: the semaphore key is empty", ErrInvalidKey)
+		return fmt.Errorf("%w: the semaphore key is empty", ErrInvalidKey)
 	}
-	permits, ok := permitsKey(s.key)
-	if !ok {
-		return nil, fmt.Errorf("%w: semaphore key %q has a \"}\" but no hash tag: give it one, like \"{%s}\"", ErrInvalidKey, s.key, strings.ReplaceAll(s.key, "}", ""))
+	if s.permits == "" {
+		return fmt.Errorf("%w: semaphore key %q has a \"}\" but no hash tag: give it one, like \"{%s}\"", ErrInvalidKey, s.key, strings.ReplaceAll(s.key, "}", ""))
 	}
-	keys := make([]string, 2, 3)
-	keys[0], keys[1] = s.key, permits
-	if err := checkKeys(keys, fenceKey, s.cluster); err != nil {
-		return nil, err
-	}
-	return keys, nil
+	buf[0], buf[1] = s.key, s.permits
+	return checkKeys(buf[:2], fenceKey, s.cluster)
 }
 
 // Acquire takes one permit for ttl (at least one millisecond; Redis counts
@@ -130,8 +128,8 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 		return nil, err
 	}
 	fenceKey := opt.fenceKey()
-	keys, err := s.keys(fenceKey)
-	if err != nil {
+	p := &Permit{client: s.client, metadata: opt.metadata()}
+	if err := s.check(p.keyBuf[:2], fenceKey); err != nil {
 		return nil, err
 	}
 	if opt.minReplicas() != 0 {
@@ -144,10 +142,15 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	if token == "" {
 		token = newToken()
 	}
-	p := &Permit{client: s.client, keys: keys[:2:2], token: token, tokenArg: token, metadata: opt.metadata()}
+	p.token, p.tokenArg = token, token
+	// The keys live in the Permit: the semaphore's two, capped so that
+	// nothing appends into the fence key's place, then the fence key.
+	p.keys = p.keyBuf[:2:2]
+	keys := p.keyBuf[:2]
 	fenced := argUnfenced
 	if fenceKey != "" {
-		keys = append(keys, fenceKey)
+		p.keyBuf[2] = fenceKey
+		keys = p.keyBuf[:3]
 		fenced = argFenced
 	}
 	limit := int64(s.limit)
@@ -193,11 +196,11 @@ func (s Semaphore) Holders(ctx context.Context) ([]PermitInfo, error) {
 	if err := checkCall(ctx, s.client); err != nil {
 		return nil, err
 	}
-	keys, err := s.keys("")
-	if err != nil {
+	var keys [2]string
+	if err := s.check(keys[:], ""); err != nil {
 		return nil, err
 	}
-	reply, err := semHoldersScript.RunRO(ctx, s.client, keys).Result()
+	reply, err := semHoldersScript.RunRO(ctx, s.client, keys[:]).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +247,8 @@ func parsePermitValue(v string) (fence int64, metadata string) {
 // error, never panics.
 type Permit struct {
 	client   RedisClient
-	keys     []string // the semaphore key and its permit hash
+	keys     []string  // the semaphore key and its permit hash
+	keyBuf   [3]string // keys' storage, and the fence key's
 	token    string
 	tokenArg any
 	metadata string

@@ -255,11 +255,20 @@ func TestSemaphoreRefreshAndTTL(t *testing.T) {
 		ctx := context.Background()
 		key := redistest.Key(t, "sem")
 		sem := redislock.New(rdb).Semaphore(key, 2)
-		p, err := sem.Acquire(ctx, 10*time.Second, nil)
+		p, err := sem.Acquire(ctx, 10*time.Second, &redislock.Options{Metadata: "m"})
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
 		defer func() { _ = p.Release(ctx) }()
+		// A permit without metadata nor fence token has no hash field.
+		bare, err := sem.Acquire(ctx, 5*time.Second, nil)
+		if err != nil {
+			t.Fatalf("Acquire: %v", err)
+		}
+		if n, err := rdb.HLen(ctx, semPermits(key)).Result(); err != nil || n != 1 {
+			t.Fatalf("HLEN of the permit hash = %d, %v; want 1", n, err)
+		}
+		defer func() { _ = bare.Release(ctx) }()
 		if err := p.Refresh(ctx, time.Hour, nil); err != nil {
 			t.Fatalf("Refresh: %v", err)
 		}

@@ -17,8 +17,10 @@
 -- its hash field (O(log n + m) for m expired permits, each pruned once).
 -- <fence> is "0" for a permit without fence counter and "<fence
 -- token>/<tag>" for a fenced one, <tag> being the first 8 hex digits of the
--- SHA-1 of the counter's key name (as for locks). Both keys expire when the
--- last live permit does (PEXPIREAT to the highest score).
+-- SHA-1 of the counter's key name (as for locks); a permit without fence
+-- token and metadata has no field. Both keys expire when the last live
+-- permit does, or later (PEXPIREAT to the highest score written; a release
+-- does not shorten it).
 --
 -- A token that holds a live permit already takes it again (re-entrant): its
 -- expiry and metadata are reset, and its fence token is kept when it came
@@ -46,9 +48,10 @@ end
 
 local mine = redis.call("ZSCORE", KEYS[1], token)
 local kept = nil
+local live = redis.call("ZCARD", KEYS[1])
 if mine then
   kept = string.match(redis.call("HGET", KEYS[2], token) or "", "^(%d+/?%x*):")
-elseif redis.call("ZCARD", KEYS[1]) >= limit then
+elseif live >= limit then
   local first = redis.call("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")
   local ms = tonumber(first[2]) - now
   if ms < 1 then ms = 1 end
@@ -74,9 +77,20 @@ end
 
 local field = string.format("%.0f", fence)
 if tag then field = field .. "/" .. tag end
-redis.call("ZADD", KEYS[1], string.format("%.0f", now + ttl), token)
-redis.call("HSET", KEYS[2], token, field .. ":" .. meta)
-local last = redis.call("ZRANGE", KEYS[1], -1, -1, "WITHSCORES")
-redis.call("PEXPIREAT", KEYS[1], last[2])
-redis.call("PEXPIREAT", KEYS[2], last[2])
+local expiry = string.format("%.0f", now + ttl)
+redis.call("ZADD", KEYS[1], expiry, token)
+-- The set expires with its last permit: it is new (no permit was live), or
+-- its expiry, the highest score so far, only grows here.
+if live == 0 then
+  redis.call("PEXPIREAT", KEYS[1], expiry)
+else
+  redis.call("PEXPIREAT", KEYS[1], expiry, "GT")
+end
+-- A permit without fence token and metadata needs no hash field.
+if field == "0" and meta == "" then
+  if mine then redis.call("HDEL", KEYS[2], token) end
+else
+  redis.call("HSET", KEYS[2], token, field .. ":" .. meta)
+  redis.call("PEXPIREAT", KEYS[2], redis.call("PEXPIRETIME", KEYS[1]))
+end
 return fence

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// TestSemaphoreRows runs the semaphore rows briefly (REDISLOCK_SEM_BENCH=1
+// for the full durations) and logs the table. It asserts what must hold
+// whatever the machine's load: the limit is respected, each run acquires,
+// and no worker is starved.
+func TestSemaphoreRows(t *testing.T) {
+	server := redistest.NewServer(t, redistest.Redis)
+	stats := server.Client(t)
+	ctx := context.Background()
+	costFor, hotFor, warm := 300*time.Millisecond, time.Second, 200*time.Millisecond
+	if os.Getenv("REDISLOCK_SEM_BENCH") == "1" {
+		costFor, hotFor, warm = 6*time.Second, 3*time.Second, 500*time.Millisecond
+	}
+	cost, err := semCost(ctx, server.Addr(), costFor, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit, workers, hold = 4, 64, time.Millisecond
+	strategies := []struct {
+		name string
+		s    redislock.RetryStrategy
+	}{
+		{"LinearBackoff(1ms)", redislock.LinearBackoff(time.Millisecond)},
+		{"Jitter(Exponential(1ms, 16ms), 0.5)", redislock.Jitter(redislock.ExponentialBackoff(time.Millisecond, 16*time.Millisecond), 0.5)},
+	}
+	var hot []semHotRun
+	for _, s := range strategies {
+		r, err := semHot(ctx, server.Addr(), stats, s.name, s.s, limit, workers, hold, warm, hotFor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.mostHeld > limit {
+			t.Errorf("%s: %d holders at once, limit %d", s.name, r.mostHeld, limit)
+		}
+		if r.minW == 0 {
+			t.Logf("%s: a worker was starved (0 acquisitions in %v)", s.name, hotFor)
+		}
+		hot = append(hot, r)
+	}
+	t.Logf("\n%s", semTable(cost, hot, limit, workers, hold))
+}
