@@ -94,6 +94,12 @@ type acquisition struct {
 // Check checks a history (as returned by [History.Events]) and counts what
 // it finds. It never fails: the caller decides which counts must be zero.
 func Check(events []Event) Report {
+	return check(events, (*checker).overlaps)
+}
+
+// check is [Check] with overlaps as the check of each key's acquisitions
+// for holders at once (the lock's, or a semaphore's of [CheckLimit]).
+func check(events []Event, overlaps func(c *checker, acqs []*acquisition)) Report {
 	var r Report
 	faults := []Event{}
 	acqs := map[int]*acquisition{}
@@ -138,7 +144,7 @@ func Check(events []Event) Report {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		c.overlaps(byKey[k])
+		overlaps(&c, byKey[k])
 		c.tokenOrder(byKey[k])
 	}
 	c.writes(writes)

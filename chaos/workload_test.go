@@ -142,7 +142,7 @@ func (w *worker) obtainEvent(key string, start, end time.Duration, lock *redislo
 
 // hold writes to the store while the keep-alive ka says the lock is held,
 // recording its validity before each write, and when it ended (if it did).
-func (w *worker) hold(key string, lock *redislock.Lock, ka *redislock.KeepAlive, acq int, token int64) {
+func (w *worker) hold(key string, lock leaseHolder, ka *redislock.KeepAlive, acq int, token int64) {
 	h := w.h
 	for range w.writes {
 		// A careful holder writes only while its keep-alive says the
@@ -166,7 +166,9 @@ func (w *worker) hold(key string, lock *redislock.Lock, ka *redislock.KeepAlive,
 				ka = w.pauseFor(key, lock, ka, acq, d)
 			}
 		}
-		w.store.Write(w.id, acq, key, token)
+		if w.store != nil { // nil for the semaphore workload
+			w.store.Write(w.id, acq, key, token)
+		}
 		// Work until the next write, or until the keep-alive ends: then
 		// the lock is lost, and the holder stops writing at once.
 		t := time.NewTimer(w.work)
@@ -193,7 +195,7 @@ func (w *worker) hold(key string, lock *redislock.Lock, ka *redislock.KeepAlive,
 // paused. That write is the stale one that fencing must refuse when another
 // client obtained the lock meanwhile. It returns the keep-alive to go on
 // with.
-func (w *worker) pauseFor(key string, lock *redislock.Lock, ka *redislock.KeepAlive, acq int, d time.Duration) *redislock.KeepAlive {
+func (w *worker) pauseFor(key string, lock leaseHolder, ka *redislock.KeepAlive, acq int, d time.Duration) *redislock.KeepAlive {
 	h := w.h
 	h.Fault("client %d pauses %v holding #%d", w.id, d, acq)
 	ka.Stop()
@@ -266,7 +268,7 @@ func (w *worker) holdUnsafe(key string, lock *redislock.Lock, acq int, token int
 
 // release records the keep-alive's last validity (when it is still
 // running: Release stops it first) and releases the lock.
-func (w *worker) release(key string, lock *redislock.Lock, ka *redislock.KeepAlive, acq int) {
+func (w *worker) release(key string, lock leaseHolder, ka *redislock.KeepAlive, acq int) {
 	h := w.h
 	if ka != nil {
 		select {
