@@ -16,7 +16,7 @@ import (
 func ExampleClient_Semaphore() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 
 	sem := redislock.New(rdb).Semaphore("example:encode", 2)
 	a, err := sem.Acquire(ctx, 30*time.Second, &redislock.Options{Metadata: "encoder-a"})
@@ -55,7 +55,7 @@ func ExampleClient_Semaphore() {
 func ExampleSemaphore_Acquire() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 
 	sem := redislock.New(rdb).Semaphore("{example:partner-api}:calls", 10)
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -67,7 +67,7 @@ func ExampleSemaphore_Acquire() {
 	if err != nil {
 		log.Fatalln(err)
 	}
-	defer p.Release(ctx)
+	defer func() { _ = p.Release(ctx) }() // an expired permit needs no release
 	ka, err := p.KeepAlive(10*time.Second, nil)
 	if err != nil {
 		log.Fatalln(err)
