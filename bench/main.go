@@ -123,11 +123,17 @@ func (p *program) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	logf("workload 6: semaphore (limit 1 beside Lock for %v; limit 4, 64 workers, %v per strategy)", p.micro, p.hotDuration)
+	semMD, err := semaphoreReport(ctx, addr, admin, p.micro, p.hotDuration)
+	if err != nil {
+		return err
+	}
 	env.Elapsed = time.Since(start)
 
 	rep := &report{Env: env, Libraries: libs, Micro: micro, Hot: hot, Memory: mem, HotDuration: p.hotDuration, HotRounds: p.hotRounds, MicroTime: p.micro, MicroParallel: p.microParallel, Slice: p.slice}
 	var md strings.Builder
 	rep.writeMarkdown(&md)
+	md.WriteString("\n## Semaphore (issue 16)\n\n" + semMD)
 	var svg strings.Builder
 	writeChart(&svg, rep)
 	if err := os.MkdirAll(p.out, 0o755); err != nil { //nolint:gosec // results to commit and read

@@ -239,3 +239,38 @@ func semTable(cost []semCostRow, hot []semHotRun, limit, workers int, hold time.
 	}
 	return b.String()
 }
+
+// semaphoreReport runs the semaphore rows for make bench: the cost
+// comparison for costFor, then each hot-semaphore strategy for hotFor after
+// 500 ms of warm-up, and returns the Markdown section.
+func semaphoreReport(ctx context.Context, addr string, stats *redis.Client, costFor, hotFor time.Duration) (string, error) {
+	cost, err := semCost(ctx, addr, costFor, 20*time.Millisecond)
+	if err != nil {
+		return "", err
+	}
+	const limit, workers, hold = 4, 64, time.Millisecond
+	var hot []semHotRun
+	for _, s := range semStrategies() {
+		r, err := semHot(ctx, addr, stats, s.name, s.s, limit, workers, hold, 500*time.Millisecond, hotFor)
+		if err != nil {
+			return "", err
+		}
+		hot = append(hot, r)
+	}
+	return semTable(cost, hot, limit, workers, hold), nil
+}
+
+// semStrategy is a retry strategy of the hot-semaphore rows.
+type semStrategy struct {
+	name string
+	s    redislock.RetryStrategy
+}
+
+// semStrategies are the hot-semaphore rows' strategies. WaitForRelease is
+// not among them: Semaphore does not support it yet.
+func semStrategies() []semStrategy {
+	return []semStrategy{
+		{"LinearBackoff(1ms)", redislock.LinearBackoff(time.Millisecond)},
+		{"Jitter(Exponential(1ms, 16ms), 0.5)", redislock.Jitter(redislock.ExponentialBackoff(time.Millisecond, 16*time.Millisecond), 0.5)},
+	}
+}

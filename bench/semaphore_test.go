@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redislock/redislock"
 	"github.com/redislock/redislock/internal/redistest"
 )
 
@@ -27,15 +26,8 @@ func TestSemaphoreRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	const limit, workers, hold = 4, 64, time.Millisecond
-	strategies := []struct {
-		name string
-		s    redislock.RetryStrategy
-	}{
-		{"LinearBackoff(1ms)", redislock.LinearBackoff(time.Millisecond)},
-		{"Jitter(Exponential(1ms, 16ms), 0.5)", redislock.Jitter(redislock.ExponentialBackoff(time.Millisecond, 16*time.Millisecond), 0.5)},
-	}
 	var hot []semHotRun
-	for _, s := range strategies {
+	for _, s := range semStrategies() {
 		r, err := semHot(ctx, server.Addr(), stats, s.name, s.s, limit, workers, hold, warm, hotFor)
 		if err != nil {
 			t.Fatal(err)
