@@ -135,7 +135,7 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	if opt.minReplicas() != 0 {
 		return nil, fmt.Errorf("%w: MinReplicas is not supported by Semaphore.Acquire", ErrInvalidOption)
 	}
-	if _, ok := opt.retryStrategy().(*waitForRelease); ok {
+	if _, ok := planOf(opt.retryStrategy()); ok { // WaitForRelease, alone or wrapped
 		return nil, fmt.Errorf("%w: WaitForRelease is not supported by Semaphore.Acquire yet; use a backoff strategy", ErrInvalidOption)
 	}
 	token := opt.token()
