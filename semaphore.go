@@ -101,8 +101,8 @@ func (s Semaphore) check(buf []string, fenceKey string) error {
 // [NoRetry]), blocking the calling goroutine between attempts, until the
 // context's deadline or, when the context has none, ttl after the call
 // began. Transient Redis errors are retried the same way. [WaitForRelease]
-// is not supported yet: it fails with [ErrInvalidOption] before anything
-// is sent; use a backoff strategy. Of opt, RetryStrategy, Metadata, Token
+// (alone or inside [LimitRetry] or a jitter) is not supported yet: it fails
+// with [ErrInvalidOption] before anything is sent; use a backoff strategy. Of opt, RetryStrategy, Metadata, Token
 // and FenceKey are used; a MinReplicas above zero fails with
 // ErrInvalidOption.
 //
