@@ -408,7 +408,9 @@ func TestWaitForReleaseDeadWaiters(t *testing.T) {
 			}
 			g := newGhost(t, env, key)
 			_ = g.rdb.Close() // its process dies
-			_ = <-g.done      // its Obtain fails on the closed client: any error will do
+			if err := <-g.done; err == nil {
+				t.Fatal("the ghost's BLMOVE succeeded on a closed client")
+			}
 			waitUntil(t, "the ghost's connection to close", func() bool { return !blocked(t, env.admin, g.name) })
 
 			name := clientName("live")
