@@ -94,6 +94,13 @@ var (
 	// wrapper of the client that changes replies. The message names the
 	// call, the key and the reply. Nothing is retried after it.
 	ErrUnexpectedReply = errors.New("redislock: unexpected reply from redis")
+
+	// ErrUpgrade is returned by [RWMutex.Lock] called with the token of a
+	// live read hold of the same RWMutex: a read hold is never upgraded to
+	// the write lock (two readers upgrading would wait for each other
+	// forever). Release the read hold and take the write lock, or take the
+	// write lock first and [WriteLock.Downgrade] it. Nothing was changed.
+	ErrUpgrade = errors.New("redislock: a read lock cannot be upgraded to a write lock")
 )
 
 // Errors of [Semaphore].

@@ -40,6 +40,39 @@ var (
 	inspectScript = script.New(inspectSource)
 )
 
+// The scripts of [RWMutex]: rwmutex_lib.lua holds their shared helpers and
+// describes the keys of one RWMutex. The write lock's refresh and TTL are
+// refresh.lua and ttl.lua, on the writer key, which holds a lock's value.
+var (
+	//go:embed lua/rwmutex_lib.lua
+	rwLibSource string
+	//go:embed lua/rwmutex_rlock.lua
+	rwRLockSource string
+	//go:embed lua/rwmutex_lock.lua
+	rwLockSource string
+	//go:embed lua/rwmutex_unlock.lua
+	rwUnlockSource string
+	//go:embed lua/rwmutex_runlock.lua
+	rwRUnlockSource string
+	//go:embed lua/rwmutex_rrefresh.lua
+	rwRRefreshSource string
+	//go:embed lua/rwmutex_rttl.lua
+	rwRTTLSource string
+	//go:embed lua/rwmutex_downgrade.lua
+	rwDowngradeSource string
+	//go:embed lua/rwmutex_leave.lua
+	rwLeaveSource string
+
+	rwRLockScript     = script.New(libSource, rwLibSource, rwRLockSource)
+	rwLockScript      = script.New(libSource, rwLibSource, rwLockSource)
+	rwUnlockScript    = script.New(libSource, rwLibSource, rwUnlockSource)
+	rwRUnlockScript   = script.New(libSource, rwLibSource, rwRUnlockSource)
+	rwRRefreshScript  = script.New(libSource, rwLibSource, rwRRefreshSource)
+	rwRTTLScript      = script.New(libSource, rwLibSource, rwRTTLSource)
+	rwDowngradeScript = script.New(libSource, rwLibSource, rwDowngradeSource)
+	rwLeaveScript     = script.New(libSource, rwLibSource, rwLeaveSource)
+)
+
 // Pre-boxed script arguments, so that the hot path does not allocate them.
 var (
 	argFenced   any = "1"

@@ -1,0 +1,562 @@
+package redislock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redislock/redislock/internal/keyslot"
+	"github.com/redislock/redislock/internal/lease"
+	"github.com/redislock/redislock/internal/script"
+)
+
+// RWMutex is a read-write lock on Redis: many read holds at once, or one
+// write lock, never both. Get one with [Client.RWMutex]; it holds only the
+// client and the names of its keys, so one value may be shared by any
+// number of goroutines, and two RWMutex values of the same name are the
+// same lock. Its methods are safe for concurrent use.
+//
+// Writers are preferred: once a writer waits (with a retry strategy other
+// than [NoRetry]), new readers wait behind it, so a stream of readers
+// cannot starve a writer. The readers that waited behind a writer enter
+// together when it leaves, before any other writer, so writers cannot
+// starve readers either. Each read hold expires by itself, on the server,
+// at its TTL. A read hold is never upgraded to the write lock
+// ([ErrUpgrade]); the write lock can be downgraded to a read hold
+// ([WriteLock.Downgrade]). See docs/rwmutex.md for the keys, the scripts
+// and what fence tokens mean here.
+type RWMutex struct {
+	client  RedisClient
+	cluster bool
+	name    string
+	// keys: the writer key W, then R, H, Q, P, A (lua/rwmutex_lib.lua).
+	keys [6]string
+}
+
+// Indexes into RWMutex.keys.
+const (
+	rwWriter = iota
+	rwReaders
+	rwHolds
+	rwWriters
+	rwPending
+	rwAdmitted
+)
+
+// RWMutex returns the read-write lock called name. Its keys all share a
+// hash slot: when name has a hash tag ("{catalog}:rw") they are name and
+// name followed by ":rw:" and a suffix; otherwise name is put in braces
+// first ("{catalog}"). The writer key (name, or "{name}") holds a value of
+// the same form as a lock's, so tools that show locks show the write lock.
+// It sends nothing; an empty name makes every call return [ErrInvalidKey].
+// A nil Client gives an RWMutex whose calls return [ErrNilClient].
+func (c *Client) RWMutex(name string) *RWMutex {
+	rw := &RWMutex{name: name}
+	if c != nil {
+		rw.client, rw.cluster = c.client, c.cluster
+	}
+	base := name
+	if !keyslot.HasTag(name) {
+		base = "{" + name + "}"
+	}
+	rw.keys = [6]string{base, base + ":rw:readers", base + ":rw:holds", base + ":rw:writers", base + ":rw:pending", base + ":rw:admitted"}
+	return rw
+}
+
+// Name returns the name the RWMutex was made with ("" for a nil RWMutex).
+func (rw *RWMutex) Name() string {
+	if rw == nil {
+		return ""
+	}
+	return rw.name
+}
+
+// WriterKey returns the key that holds the write lock while it is held
+// ("" for a nil RWMutex).
+func (rw *RWMutex) WriterKey() string {
+	if rw == nil {
+		return ""
+	}
+	return rw.keys[rwWriter]
+}
+
+// RLock takes a read hold for ttl: it succeeds when no writer holds the
+// lock and none is waiting (or when this caller waited behind the last
+// writer), whatever the number of other readers. Otherwise it retries
+// according to opt.RetryStrategy (default [NoRetry]: one attempt), until
+// the context's deadline or, without one, ttl after the call began; while
+// it retries it is registered as a waiting reader, for ttl at a time, so
+// that the writer it waits behind lets it in before the next one.
+// [WaitForRelease] waits by polling with its fallback strategy for now.
+//
+// The hold expires on the server exactly ttl after the attempt that took
+// it, unless refreshed ([ReadLock.Refresh], [ReadLock.KeepAlive]). Its
+// [ReadLock.FenceToken] is the fence token of the last write lock taken
+// with opt.FenceKey (0 without one).
+//
+// Errors, with no hold taken: [ErrNotObtained] when the strategy gave up,
+// also matching ctx.Err() when the context ended first; [ErrInvalidTTL],
+// [ErrInvalidKey] (empty name, a FenceKey that is one of the RWMutex's
+// keys), [*CrossSlotError] (a FenceKey in another slot on a Cluster),
+// [ErrInvalidOption] (MinReplicas, which RWMutex does not support),
+// [ErrNilClient] and [ErrNilContext] before anything is sent;
+// [ErrInvalidToken] when opt.Token holds the write lock of this RWMutex
+// (use [WriteLock.Downgrade]); a Redis error that is not transient as it
+// is.
+func (rw *RWMutex) RLock(ctx context.Context, ttl time.Duration, opt *Options) (*ReadLock, error) {
+	h, err := rw.acquire(ctx, ttl, opt, rwRLockScript)
+	if err != nil {
+		return nil, err
+	}
+	return &ReadLock{h: h}, nil
+}
+
+// Lock takes the write lock for ttl: it succeeds when no other writer
+// holds it, no read hold is live, and no reader that waited behind the
+// last writer is still to enter. Otherwise it retries according to
+// opt.RetryStrategy (default [NoRetry]: one attempt), until the context's
+// deadline or, without one, ttl after the call began; while it retries it
+// is registered as a waiting writer, for ttl at a time, and new readers
+// wait behind it. [WaitForRelease] waits by polling with its fallback
+// strategy for now.
+//
+// With opt.FenceKey, the lock's [WriteLock.FenceToken] is greater than
+// every token issued before from that counter (by this RWMutex or by a
+// [Lock] with the same FenceKey). The same token calling Lock again while
+// it holds the write lock renews it and keeps its fence token.
+//
+// Errors, with the lock not taken: those of [RWMutex.RLock], except that
+// [ErrUpgrade] is returned when opt.Token has a live read hold of this
+// RWMutex.
+func (rw *RWMutex) Lock(ctx context.Context, ttl time.Duration, opt *Options) (*WriteLock, error) {
+	h, err := rw.acquire(ctx, ttl, opt, rwLockScript)
+	if err != nil {
+		return nil, err
+	}
+	return &WriteLock{h: h}, nil
+}
+
+// acquire runs the RLock or Lock script through the retry loop.
+func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options, run *script.Script) (*rwHold, error) {
+	if rw == nil {
+		return nil, ErrNilClient
+	}
+	if err := checkCall(ctx, rw.client); err != nil {
+		return nil, err
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return nil, err
+	}
+	if rw.name == "" {
+		return nil, fmt.Errorf("%w: empty RWMutex name", ErrInvalidKey)
+	}
+	fenceKey := opt.fenceKey()
+	if fenceKey != "" {
+		for _, k := range rw.keys {
+			if k == fenceKey {
+				return nil, fmt.Errorf("%w: fence key %q is a key of the RWMutex", ErrInvalidKey, k)
+			}
+		}
+		if rw.cluster {
+			if err := checkSlots(rw.keys[:1], fenceKey); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if opt.minReplicas() != 0 {
+		return nil, fmt.Errorf("%w: MinReplicas is not supported by RWMutex", ErrInvalidOption)
+	}
+	token := opt.token()
+	if token == "" {
+		token = newToken()
+	}
+	h := &rwHold{rw: rw, token: token, tokenArg: token, metadata: opt.metadata()}
+	keys := make([]string, 6, 7)
+	copy(keys, rw.keys[:])
+	fenced := argUnfenced
+	if fenceKey != "" {
+		keys = append(keys, fenceKey)
+		fenced = argFenced
+	}
+	strategy := opt.retryStrategy()
+	var reg any = int64(0)
+	if _, once := strategy.(noRetry); !once {
+		reg = ms
+	}
+	registered := false
+	err = retry(ctx, ttl, strategy, func(ctx context.Context) (bool, error) {
+		sent := time.Now()
+		reply, err := run.Run(ctx, rw.client, keys, h.tokenArg, h.metadata, ms, fenced, reg).Int64()
+		switch {
+		case err != nil:
+			return false, err
+		case reply >= 0:
+			h.fence = reply
+			h.lease.Obtained(sent, ttl)
+			return true, nil
+		case reply == -2 && run == rwLockScript:
+			return true, fmt.Errorf("%w: token %q has a read hold of %q", ErrUpgrade, token, rw.name)
+		case reply == -2:
+			return true, fmt.Errorf("%w: token %q holds the write lock of %q (downgrade it instead)", ErrInvalidToken, token, rw.name)
+		}
+		registered = reg != int64(0)
+		return false, nil
+	})
+	if err != nil {
+		if registered {
+			rw.leave(ctx, token)
+		}
+		return nil, err
+	}
+	return h, nil
+}
+
+// leave withdraws a waiter's registration after it gave up, so that a
+// writer that stopped waiting does not hold readers back (and an admitted
+// reader does not hold writers back) until the registration expires. Best
+// effort: on failure the registration expires by itself.
+func (rw *RWMutex) leave(ctx context.Context, token string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	keys := []string{rw.keys[rwWriters], rw.keys[rwPending], rw.keys[rwAdmitted]}
+	_ = rwLeaveScript.Run(ctx, rw.client, keys, token).Err() // it expires anyway
+}
+
+// rwHold is what a read hold and a write lock share: the identity of the
+// holder and its lease.
+type rwHold struct {
+	rw       *RWMutex
+	token    string
+	tokenArg any
+	metadata string
+	fence    int64
+	lease    lease.Lease
+}
+
+// refresh runs one refresh script (reply 1: renewed) through the retry
+// loop, recording the outcome in the lease, as [Lock.Refresh] does.
+func (h *rwHold) refresh(ctx context.Context, ttl time.Duration, opt *Options, run func(ctx context.Context, ms int64) (int64, error)) error {
+	if err := checkCall(ctx, h.rw.client); err != nil {
+		return err
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return err
+	}
+	leaseTTL := time.Duration(ms) * time.Millisecond
+	return retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
+		sent := time.Now()
+		h.lease.Sending(sent, leaseTTL)
+		ok, err := run(ctx, ms)
+		switch {
+		case err != nil:
+			return false, err
+		case ok != 1:
+			h.lease.Lost(sent)
+			return true, ErrNotObtained
+		}
+		h.lease.Renewed(sent, leaseTTL)
+		return true, nil
+	})
+}
+
+// keepAlive starts the lease's keep-alive with the refresh script run.
+func (h *rwHold) keepAlive(ttl time.Duration, opt *KeepAliveOptions, run func(ctx context.Context, ms int64) (int64, error)) (*KeepAlive, error) {
+	if h.rw.client == nil {
+		return nil, ErrNilClient
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return nil, err
+	}
+	return keepLease(&h.lease, time.Duration(ms)*time.Millisecond, opt, func(ctx context.Context) error {
+		ok, err := run(ctx, ms)
+		switch {
+		case err != nil:
+			return err
+		case ok != 1:
+			return lease.ErrNotHeld
+		}
+		return nil
+	})
+}
+
+// release stops the keep-alive and runs the release script (reply 1:
+// released), as [Lock.Release] does.
+func (h *rwHold) release(ctx context.Context, run func(ctx context.Context) (int64, error)) error {
+	if err := checkCall(ctx, h.rw.client); err != nil {
+		return err
+	}
+	h.lease.Released()
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+	}
+	n, err := run(ctx)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return ErrLockNotHeld
+	}
+	return nil
+}
+
+// ttl runs a TTL script (reply: milliseconds left, 0 when not held).
+func (h *rwHold) ttl(ctx context.Context, run func(ctx context.Context) (any, error)) (time.Duration, error) {
+	if err := checkCall(ctx, h.rw.client); err != nil {
+		return 0, err
+	}
+	reply, err := run(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ms, ok := reply.(int64)
+	if !ok || ms < 0 {
+		return 0, fmt.Errorf("%w: ttl of %q: %#v", ErrUnexpectedReply, h.rw.name, reply)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// ReadLock is a read hold of an [RWMutex], from [RWMutex.RLock] or
+// [WriteLock.Downgrade]. It behaves as a [Lock]: its accessors read fields
+// set at creation, each method runs one script, its lease guards itself,
+// so it is safe for concurrent use, and every method accepts a nil
+// *ReadLock.
+type ReadLock struct {
+	h *rwHold
+}
+
+// WriteLock is the write lock of an [RWMutex], from [RWMutex.Lock]. It
+// behaves as a [Lock] (the writer key holds a lock's value): its accessors
+// read fields set at creation, each method runs one script, its lease
+// guards itself, so it is safe for concurrent use, and every method
+// accepts a nil *WriteLock.
+type WriteLock struct {
+	h *rwHold
+}
+
+// RWMutex returns the lock this hold is of (nil for a nil ReadLock).
+func (r *ReadLock) RWMutex() *RWMutex {
+	if r == nil {
+		return nil
+	}
+	return r.h.rw
+}
+
+// Token returns the token that identifies this hold ("" for a nil
+// ReadLock).
+func (r *ReadLock) Token() string {
+	if r == nil {
+		return ""
+	}
+	return r.h.token
+}
+
+// Metadata returns the metadata stored with the hold ("" for a nil
+// ReadLock).
+func (r *ReadLock) Metadata() string {
+	if r == nil {
+		return ""
+	}
+	return r.h.metadata
+}
+
+// FenceToken returns the fence token of the last write lock taken with the
+// same [Options.FenceKey] before this hold (the write's own token after a
+// [WriteLock.Downgrade]); 0 without a FenceKey, and for a nil ReadLock. A
+// resource that has seen a write with a greater token should refuse what
+// this reader read before it: see docs/rwmutex.md.
+func (r *ReadLock) FenceToken() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.h.fence
+}
+
+// TTL returns the time the hold has left, in whole milliseconds, or
+// (0, nil) when it is no longer held. It makes one attempt, blocking for
+// one round trip; a Redis error is returned as it is. A nil ReadLock
+// returns [ErrLockNotHeld].
+func (r *ReadLock) TTL(ctx context.Context) (time.Duration, error) {
+	if r == nil {
+		return 0, ErrLockNotHeld
+	}
+	h := r.h
+	return h.ttl(ctx, func(ctx context.Context) (any, error) {
+		return rwRTTLScript.Run(ctx, h.rw.client, h.rw.keys[rwReaders:rwReaders+1], h.tokenArg).Result()
+	})
+}
+
+// Refresh extends the hold to expire ttl from now, when it is still held;
+// otherwise it changes nothing and returns [ErrNotObtained] at once (an
+// expired hold is not retried). Transient Redis errors are retried
+// according to opt.RetryStrategy (default [NoRetry]), as for
+// [Lock.Refresh], whose other errors and effect on a keep-alive it shares.
+func (r *ReadLock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
+	if r == nil {
+		return ErrNotObtained
+	}
+	return r.h.refresh(ctx, ttl, opt, r.refreshOnce)
+}
+
+func (r *ReadLock) refreshOnce(ctx context.Context, ms int64) (int64, error) {
+	h := r.h
+	return rwRRefreshScript.Run(ctx, h.rw.client, h.rw.keys[rwReaders:rwHolds+1], h.tokenArg, ms).Int64()
+}
+
+// Release ends the hold. It returns [ErrLockNotHeld] when it had already
+// expired. It first stops the hold's keep-alive, if any, and, when ctx has
+// already ended, still runs with a timeout of its own, as [Lock.Release]
+// does. A Redis error is returned as it is; the hold then expires at its
+// TTL. A nil ReadLock returns ErrLockNotHeld.
+func (r *ReadLock) Release(ctx context.Context) error {
+	if r == nil {
+		return ErrLockNotHeld
+	}
+	h := r.h
+	return h.release(ctx, func(ctx context.Context) (int64, error) {
+		return rwRUnlockScript.Run(ctx, h.rw.client, h.rw.keys[rwReaders:rwHolds+1], h.tokenArg).Int64()
+	})
+}
+
+// KeepAlive keeps the hold alive in the background, refreshing it to ttl,
+// exactly as [Lock.KeepAlive] does a lock, with the same errors.
+func (r *ReadLock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
+	if r == nil {
+		return nil, ErrLockNotHeld
+	}
+	return r.h.keepAlive(ttl, opt, r.refreshOnce)
+}
+
+// RWMutex returns the lock this is the write lock of (nil for a nil
+// WriteLock).
+func (w *WriteLock) RWMutex() *RWMutex {
+	if w == nil {
+		return nil
+	}
+	return w.h.rw
+}
+
+// Token returns the token that identifies this holder ("" for a nil
+// WriteLock).
+func (w *WriteLock) Token() string {
+	if w == nil {
+		return ""
+	}
+	return w.h.token
+}
+
+// Metadata returns the metadata stored with the lock ("" for a nil
+// WriteLock).
+func (w *WriteLock) Metadata() string {
+	if w == nil {
+		return ""
+	}
+	return w.h.metadata
+}
+
+// FenceToken returns the fencing token of this write acquisition: greater
+// than every token issued before from the same [Options.FenceKey]. Pass it
+// to the protected resource with each write. It is 0 without a FenceKey
+// (and for a nil WriteLock).
+func (w *WriteLock) FenceToken() int64 {
+	if w == nil {
+		return 0
+	}
+	return w.h.fence
+}
+
+// TTL returns the time the write lock has left, in whole milliseconds, or
+// (0, nil) when it is no longer held; as [Lock.TTL]. A nil WriteLock
+// returns [ErrLockNotHeld].
+func (w *WriteLock) TTL(ctx context.Context) (time.Duration, error) {
+	if w == nil {
+		return 0, ErrLockNotHeld
+	}
+	h := w.h
+	return h.ttl(ctx, func(ctx context.Context) (any, error) {
+		return ttlScript.Run(ctx, h.rw.client, h.rw.keys[:1], h.tokenArg).Result()
+	})
+}
+
+// Refresh extends the write lock to expire ttl from now, when it is still
+// held; otherwise it changes nothing and returns [ErrNotObtained] at once.
+// Errors, retries and the effect on a keep-alive are those of
+// [Lock.Refresh].
+func (w *WriteLock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
+	if w == nil {
+		return ErrNotObtained
+	}
+	return w.h.refresh(ctx, ttl, opt, w.refreshOnce)
+}
+
+func (w *WriteLock) refreshOnce(ctx context.Context, ms int64) (int64, error) {
+	h := w.h
+	return refreshScript.Run(ctx, h.rw.client, h.rw.keys[:1], h.tokenArg, ms).Int64()
+}
+
+// Release ends the write lock; the readers that waited behind it may enter
+// at once. It returns [ErrLockNotHeld] when the lock had expired or been
+// taken by another. It first stops the lock's keep-alive, if any, and,
+// when ctx has already ended, still runs with a timeout of its own, as
+// [Lock.Release] does. A Redis error is returned as it is; the lock then
+// expires at its TTL. A nil WriteLock returns ErrLockNotHeld.
+func (w *WriteLock) Release(ctx context.Context) error {
+	if w == nil {
+		return ErrLockNotHeld
+	}
+	h := w.h
+	keys := []string{h.rw.keys[rwWriter], h.rw.keys[rwPending], h.rw.keys[rwAdmitted]}
+	return h.release(ctx, func(ctx context.Context) (int64, error) {
+		return rwUnlockScript.Run(ctx, h.rw.client, keys, h.tokenArg).Int64()
+	})
+}
+
+// KeepAlive keeps the write lock alive in the background, refreshing it
+// to ttl, exactly as [Lock.KeepAlive] does a lock, with the same errors.
+func (w *WriteLock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
+	if w == nil {
+		return nil, ErrLockNotHeld
+	}
+	return w.h.keepAlive(ttl, opt, w.refreshOnce)
+}
+
+// Downgrade turns the write lock into a read hold of ttl, atomically: no
+// writer can take the lock in between, and the readers that waited behind
+// this writer enter with it. The read hold has the same token and
+// metadata, and carries this write's fence token. The WriteLock is then
+// released (its keep-alive, if any, is stopped first, as by
+// [WriteLock.Release]); keep the returned ReadLock. It makes one attempt,
+// blocking for one round trip. Errors: [ErrInvalidTTL] before anything is
+// sent; [ErrLockNotHeld] when the write lock had expired or been taken by
+// another (nothing changed); a Redis error as it is (the write lock may
+// then be held or not: it expires at its TTL).
+func (w *WriteLock) Downgrade(ctx context.Context, ttl time.Duration) (*ReadLock, error) {
+	if w == nil {
+		return nil, ErrLockNotHeld
+	}
+	h := w.h
+	if err := checkCall(ctx, h.rw.client); err != nil {
+		return nil, err
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return nil, err
+	}
+	h.lease.Released()
+	keys := []string{h.rw.keys[rwWriter], h.rw.keys[rwReaders], h.rw.keys[rwHolds], h.rw.keys[rwPending], h.rw.keys[rwAdmitted]}
+	sent := time.Now()
+	fence, err := rwDowngradeScript.Run(ctx, h.rw.client, keys, h.tokenArg, ms, h.metadata).Int64()
+	if err != nil {
+		return nil, err
+	}
+	if fence < 0 {
+		return nil, ErrLockNotHeld
+	}
+	r := &rwHold{rw: h.rw, token: h.token, tokenArg: h.tokenArg, metadata: h.metadata, fence: fence}
+	r.lease.Obtained(sent, ttl)
+	return &ReadLock{h: r}, nil
+}
