@@ -38,6 +38,8 @@ func main() {
 	flag.StringVar(&p.contention, "contention", "", "instead of the comparison, print one contention table of this library: strategies (its retry strategies) or designs (the prototypes of event-driven waiting); make bench-contention")
 	flag.DurationVar(&p.contentionDuration, "contention-duration", 3*time.Second, "measurement of each row of the contention table (after 500 ms of warm-up)")
 	flag.StringVar(&p.contentionOut, "contention-out", "", "file to write the contention table to, besides stdout")
+	flag.DurationVar(&p.rw, "rw", 3*time.Second, "each run of workload 6 (read-write lock: RWMutex beside Lock, then a writer among readers)")
+	flag.BoolVar(&p.rwOnly, "rw-only", false, "run workload 6 only and print its table")
 	flag.StringVar(&p.addr, "addr", "", "address of a Redis server to use instead of starting one; its INFO commandstats must see no other traffic")
 	flag.Parse()
 	if err := flag.Set("test.benchtime", p.benchtime.String()); err != nil {
@@ -64,6 +66,9 @@ type program struct {
 	contentionDuration time.Duration
 	contentionOut      string
 	addr               string
+
+	rw     time.Duration
+	rwOnly bool
 }
 
 // Run runs the workloads and writes the report; it returns the exit code.
@@ -108,6 +113,19 @@ func (p *program) run(ctx context.Context) error {
 		return p.runContention(ctx, addr, env, rows())
 	}
 
+	rwSuite := &rwSuite{addr: addr, workers: parallelGoroutines, reads: 0.95, hold: time.Millisecond, duration: p.rw, log: logf}
+	if p.rwOnly {
+		logf("workload 6: read-write lock, %v per run", p.rw)
+		rw, err := rwSuite.run(ctx)
+		if err != nil {
+			return err
+		}
+		var md strings.Builder
+		rw.writeMarkdown(&md)
+		fmt.Print(md.String())
+		return nil
+	}
+
 	logf("workloads 1–3: %v each (%d goroutines: %v in turns of %v)", p.micro, parallelGoroutines, p.microParallel, p.slice)
 	micro, err := (&microSuite{addr: addr, libs: libs, slice: p.slice, total: p.micro, totalParallel: p.microParallel, log: logf}).run(ctx)
 	if err != nil {
@@ -128,12 +146,18 @@ func (p *program) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	logf("workload 7: read-write lock, %v per run", p.rw)
+	rw, err := rwSuite.run(ctx)
+	if err != nil {
+		return err
+	}
 	env.Elapsed = time.Since(start)
 
 	rep := &report{Env: env, Libraries: libs, Micro: micro, Hot: hot, Memory: mem, HotDuration: p.hotDuration, HotRounds: p.hotRounds, MicroTime: p.micro, MicroParallel: p.microParallel, Slice: p.slice}
 	var md strings.Builder
 	rep.writeMarkdown(&md)
 	md.WriteString("\n## Semaphore (issue 16)\n\n" + semMD)
+	rw.writeMarkdown(&md)
 	var svg strings.Builder
 	writeChart(&svg, rep)
 	if err := os.MkdirAll(p.out, 0o755); err != nil { //nolint:gosec // results to commit and read
