@@ -16,7 +16,7 @@ import (
 func ExampleRWMutex() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 	rw := redislock.New(rdb).RWMutex("example:catalog")
 
 	r1, err := rw.RLock(ctx, time.Second, nil)
@@ -40,7 +40,7 @@ func ExampleRWMutex() {
 	if err != nil {
 		log.Fatalln(err)
 	}
-	defer w.Release(ctx)
+	defer func() { _ = w.Release(ctx) }()
 	if _, err := rw.RLock(ctx, time.Second, nil); errors.Is(err, redislock.ErrNotObtained) {
 		fmt.Println("reader while the writer holds:", err)
 	}
@@ -57,7 +57,7 @@ func ExampleRWMutex() {
 func ExampleRWMutex_fencing() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 	rw := redislock.New(rdb).RWMutex("example:fenced")
 	opt := &redislock.Options{FenceKey: "{example:fenced}:fence"}
 
@@ -77,7 +77,7 @@ func ExampleRWMutex_fencing() {
 	if err != nil {
 		log.Fatalln(err)
 	}
-	defer w2.Release(ctx)
+	defer func() { _ = w2.Release(ctx) }()
 	fmt.Println("second write's token is higher:", w2.FenceToken() > w1.FenceToken())
 	fmt.Println("the reader's data is stale now:", r.FenceToken() < w2.FenceToken())
 	// Output:
@@ -91,7 +91,7 @@ func ExampleRWMutex_fencing() {
 func ExampleWriteLock_Downgrade() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 	rw := redislock.New(rdb).RWMutex("example:downgrade")
 
 	w, err := rw.Lock(ctx, time.Second, nil)
@@ -103,7 +103,7 @@ func ExampleWriteLock_Downgrade() {
 	if err != nil {
 		log.Fatalln(err)
 	}
-	defer r.Release(ctx)
+	defer func() { _ = r.Release(ctx) }()
 	// ... serve from it; other readers may join, no writer can ...
 	if _, err := rw.Lock(ctx, time.Second, nil); errors.Is(err, redislock.ErrNotObtained) {
 		fmt.Println("no writer while the downgraded hold lasts")

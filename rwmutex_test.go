@@ -52,6 +52,21 @@ func expireRead(t *testing.T, rdb redis.UniversalClient, rw *redislock.RWMutex, 
 	}
 }
 
+// waitMembers returns once the sorted set key has a member: a waiter that
+// failed an attempt is registered in one.
+func waitMembers(t *testing.T, rdb redis.Cmdable, key string) {
+	t.Helper()
+	for {
+		n, err := rdb.ZCard(context.Background(), key).Result()
+		if err != nil {
+			t.Fatalf("ZCARD %s: %v", key, err)
+		}
+		if n > 0 {
+			return
+		}
+	}
+}
+
 var rwPoll = &redislock.Options{RetryStrategy: redislock.LinearBackoff(2 * time.Millisecond)}
 
 func TestRWMutexReadersShare(t *testing.T) {
@@ -126,8 +141,7 @@ func TestRWMutexWriterExcludes(t *testing.T) {
 			got <- err
 		}()
 		// The writer is registered once it has failed an attempt.
-		for rdb.ZCard(ctx, rwKeys(rw)[3]).Val() == 0 {
-		}
+		waitMembers(t, rdb, rwKeys(rw)[3])
 		select {
 		case err := <-got:
 			t.Fatalf("Lock returned %v while a reader held", err)
@@ -248,8 +262,7 @@ func TestRWMutexWaitingWriterBlocksNewReaders(t *testing.T) {
 			_, err := rw.Lock(wctx, time.Minute, rwPoll)
 			got <- err
 		}()
-		for rdb.ZCard(ctx, rwKeys(rw)[3]).Val() == 0 {
-		}
+		waitMembers(t, rdb, rwKeys(rw)[3])
 		if _, err := rw.RLock(ctx, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
 			t.Errorf("RLock while a writer waits: got %v, want ErrNotObtained", err)
 		}
@@ -366,8 +379,7 @@ func TestRWMutexDowngrade(t *testing.T) {
 			}
 			rgot <- r
 		}()
-		for rdb.ZCard(ctx, rwKeys(rw)[4]).Val() == 0 {
-		}
+		waitMembers(t, rdb, rwKeys(rw)[4])
 		var stop atomic.Bool
 		var slipped atomic.Bool
 		wdone := make(chan struct{})
@@ -382,8 +394,7 @@ func TestRWMutexDowngrade(t *testing.T) {
 				}
 			}
 		}()
-		for rdb.ZCard(ctx, rwKeys(rw)[3]).Val() == 0 {
-		}
+		waitMembers(t, rdb, rwKeys(rw)[3])
 		r, err := w.Downgrade(ctx, time.Minute)
 		if err != nil {
 			t.Fatalf("Downgrade: %v", err)

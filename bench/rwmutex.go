@@ -227,8 +227,8 @@ func (r *rwResult) writeMarkdown(w io.Writer) {
 	s := r.Suite
 	fmt.Fprintf(w, "\n## Workload 6: read-write lock, %.0f%% reads over %d workers\n\n", s.reads*100, s.workers)
 	fmt.Fprintf(w, "Each worker takes a hold (a read with probability %.2f, else a write), works %v, releases, for %v; retry strategy LinearBackoff(1ms) for both. The plain Lock does the same work with every operation exclusive.\n\n", s.reads, s.hold, s.duration)
-	fmt.Fprintln(w, "| run | acquisitions/s | × Lock | write wait p50 | write wait p99 | Redis CPU per acquisition |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	_, _ = fmt.Fprintln(w, "| run | acquisitions/s | × Lock | write wait p50 | write wait p99 | Redis CPU per acquisition |")
+	_, _ = fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
 	base := r.Rows[len(r.Rows)-1].PerSecond()
 	for _, row := range append(slices.Clone(r.Rows), r.Writer) {
 		fmt.Fprintf(w, "| %s | %.0f | %.2f | %v | %v | %v |\n", row.Name, row.PerSecond(), row.PerSecond()/base,
