@@ -186,6 +186,9 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	}
 	registered := false
 	err = retry(ctx, ttl, strategy, func(ctx context.Context) (bool, error) {
+		// Set before the call: an attempt whose reply is lost may have
+		// registered all the same.
+		registered = reg != int64(0)
 		sent := time.Now()
 		reply, err := run.Run(ctx, rw.client, keys, h.tokenArg, h.metadata, ms, fenced, reg).Int64()
 		switch {
@@ -200,7 +203,6 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 		case reply == -2:
 			return true, fmt.Errorf("%w: token %q holds the write lock of %q (downgrade it instead)", ErrInvalidToken, token, rw.name)
 		}
-		registered = reg != int64(0)
 		return false, nil
 	})
 	if err != nil {

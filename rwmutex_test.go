@@ -615,3 +615,45 @@ func TestRWMutexCrossSlotFence(t *testing.T) {
 		})
 	}
 }
+
+// TestRWMutexWaitForRelease: WaitForRelease waits (by polling with its
+// fallback, for now) for readers to leave, and for the writer.
+func TestRWMutexWaitForRelease(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		rw := redislock.New(rdb).RWMutex(redistest.Key(t, "rw"))
+		wait := &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)}
+		r, err := rw.RLock(ctx, time.Minute, wait)
+		if err != nil {
+			t.Fatalf("RLock: %v", err)
+		}
+		got := make(chan *redislock.WriteLock, 1)
+		go func() {
+			w, err := rw.Lock(ctx, time.Minute, wait)
+			if err != nil {
+				t.Errorf("Lock with WaitForRelease: %v", err)
+			}
+			got <- w
+		}()
+		waitMembers(t, rdb, rwKeys(rw)[3])
+		if err := r.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		w := <-got
+		rgot := make(chan error, 1)
+		go func() {
+			r, err := rw.RLock(ctx, time.Minute, wait)
+			if err == nil {
+				err = r.Release(ctx)
+			}
+			rgot <- err
+		}()
+		waitMembers(t, rdb, rwKeys(rw)[4])
+		if err := w.Release(ctx); err != nil {
+			t.Fatalf("Release of the write lock: %v", err)
+		}
+		if err := <-rgot; err != nil {
+			t.Errorf("RLock with WaitForRelease behind the writer: %v", err)
+		}
+	})
+}
