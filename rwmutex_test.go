@@ -471,6 +471,21 @@ func TestRWMutexCrashedReaderExpires(t *testing.T) {
 			t.Errorf("Release of an expired hold: got %v, want ErrLockNotHeld", err)
 		}
 		_ = w.Release(ctx)
+
+		// On the clock: a writer waiting behind a crashed reader of 100 ms
+		// gets in after its TTL, not before.
+		start := time.Now()
+		if _, err := rw.RLock(ctx, 100*time.Millisecond, nil); err != nil {
+			t.Fatalf("RLock: %v", err)
+		}
+		w, err = rw.Lock(ctx, time.Minute, &redislock.Options{RetryStrategy: redislock.LinearBackoff(2 * time.Millisecond)})
+		if err != nil {
+			t.Fatalf("Lock behind a crashed reader: %v", err)
+		}
+		if d := time.Since(start); d < 99*time.Millisecond {
+			t.Errorf("writer got in %v after a 100ms read hold began", d)
+		}
+		_ = w.Release(ctx)
 	})
 }
 
