@@ -38,7 +38,7 @@ func main() {
 	flag.StringVar(&p.contention, "contention", "", "instead of the comparison, print one contention table of this library: strategies (its retry strategies) or designs (the prototypes of event-driven waiting); make bench-contention")
 	flag.DurationVar(&p.contentionDuration, "contention-duration", 3*time.Second, "measurement of each row of the contention table (after 500 ms of warm-up)")
 	flag.StringVar(&p.contentionOut, "contention-out", "", "file to write the contention table to, besides stdout")
-	flag.DurationVar(&p.rw, "rw", 3*time.Second, "each run of workload 6 (read-write lock: RWMutex beside Lock, then a writer among readers)")
+	flag.DurationVar(&p.rw, "rw", 3*time.Second, "each run of workload 7 (read-write lock: RWMutex beside Lock, then a writer among readers)")
 	flag.BoolVar(&p.rwOnly, "rw-only", false, "run workload 6 only and print its table")
 	flag.StringVar(&p.addr, "addr", "", "address of a Redis server to use instead of starting one; its INFO commandstats must see no other traffic")
 	flag.Parse()
@@ -115,7 +115,7 @@ func (p *program) run(ctx context.Context) error {
 
 	rwSuite := &rwSuite{addr: addr, workers: parallelGoroutines, reads: 0.95, hold: time.Millisecond, duration: p.rw, log: logf}
 	if p.rwOnly {
-		logf("workload 6: read-write lock, %v per run", p.rw)
+		logf("workload 7: read-write lock, %v per run", p.rw)
 		rw, err := rwSuite.run(ctx)
 		if err != nil {
 			return err
