@@ -39,5 +39,7 @@ func (c *Client) Attach(keys []string, token string, fence int64) (*Lock, error)
 	if token == "" {
 		return nil, fmt.Errorf("%w: empty token", ErrInvalidToken)
 	}
-	return &Lock{client: c.client, keys: slices.Clone(keys), token: token, tokenArg: token, fence: fence, handover: handOverIfAllowed}, nil
+	lock := &Lock{client: c.client, keys: slices.Clone(keys), token: token, tokenArg: token, fence: fence, handover: handOverIfAllowed}
+	c.observeAttach(lock)
+	return lock, nil
 }

@@ -21,11 +21,13 @@ type RedisClient interface {
 // shared state): the goroutines that wait for one key through one go-redis
 // client block one connection between them, whichever Client they use, and
 // at most half of that client's pool blocks at once. The registry holds
-// nothing while nobody waits.
+// nothing while nobody waits. Its only state of its own is its hooks
+// ([Client.AddHook]).
 type Client struct {
 	client   RedisClient
 	cluster  bool
 	registry *handoff.Registry
+	hooks    clientHooks // see hook.go
 }
 
 // New returns a Client that runs its scripts through client. When client is
@@ -131,10 +133,12 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 		scriptKeys = append(scriptKeys, fenceKey)
 		fenced = argFenced
 	}
+	ctx = c.observeObtain(ctx, lock, ttl)
 
 	attempt := func(ctx context.Context) (bool, error) {
 		sent := time.Now()
 		reply, err := obtainScript.Run(ctx, c.client, scriptKeys, lock.tokenArg, metadata, ms, fenced).Int64()
+		lock.hookAttempt(ctx, err == nil && reply >= 0, err)
 		if err != nil {
 			return false, err
 		}
@@ -154,6 +158,7 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 		// Guarded here, so that the arguments are not boxed for nothing.
 		err = confirmReplicas(ctx, lock, opt, scriptKeys, lock.tokenArg, metadata, ms, fenced)
 	}
+	lock.hookObtained(ctx, err)
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,22 @@ type KeepAlive struct {
 // [Lock.KeepAlive], but for ErrInvalidTTL and ErrNilClient, which the
 // caller checks.
 func keepLease(ls *lease.Lease, ttl time.Duration, opt *KeepAliveOptions, refresh func(ctx context.Context) error) (*KeepAlive, error) {
-	k, err := ls.KeepAlive(opt.config(ttl), refresh)
+	return keepLeaseReporting(ls, ttl, opt, refresh, nil)
+}
+
+// keepLeaseReporting is keepLease that also calls ended, when not nil,
+// with how the keep-alive ended and the error it then reports, before its
+// Done is closed (the hooks' Lost, see hook.go).
+func keepLeaseReporting(ls *lease.Lease, ttl time.Duration, opt *KeepAliveOptions, refresh func(ctx context.Context) error, ended func(lease.End, error)) (*KeepAlive, error) {
+	cfg := opt.config(ttl)
+	if ended != nil {
+		cfg.Ended = func(e lease.End) error {
+			err := keepAliveError(e)
+			ended(e, err)
+			return err
+		}
+	}
+	k, err := ls.KeepAlive(cfg, refresh)
 	var invalid *lease.ConfigError
 	switch {
 	case err == nil:

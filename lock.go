@@ -24,8 +24,9 @@ type Lock struct {
 	tokenArg any // token, boxed once for every script call
 	metadata string
 	fence    int64
-	keyBuf   [2]string // keys' storage for one key and a fence key
-	handover handover  // how Release hands the keys over to waiters (waitforrelease.go)
+	keyBuf   [2]string    // keys' storage for one key and a fence key
+	handover handover     // how Release hands the keys over to waiters (waitforrelease.go)
+	obs      *observation // the Client's hooks, nil without (hook.go)
 
 	// lease is the one record of the keys' expiry: set by the obtain
 	// (lease.Obtained, with the send time of the attempt that took the
@@ -130,7 +131,8 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 		return err
 	}
 	leaseTTL := time.Duration(ms) * time.Millisecond
-	return retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
+	ctx, start := l.hookRefreshStart(ctx, ttl, false)
+	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
 		sent := time.Now()
 		l.lease.Sending(sent, leaseTTL)
 		ok, err := refreshScript.Run(ctx, l.client, l.keys, l.tokenArg, ms).Int64()
@@ -144,6 +146,8 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 		l.lease.Renewed(sent, leaseTTL)
 		return true, nil
 	})
+	l.hookRefreshed(ctx, start, ttl, false, err)
+	return err
 }
 
 // Release deletes every key of the lock that is still held with its token,
@@ -176,14 +180,13 @@ func (l *Lock) Release(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
 	}
-	n, err := l.runRelease(ctx)
-	if err != nil {
-		return err
+	ctx, start := l.hookReleaseStart(ctx)
+	n, handedOver, err := l.runRelease(ctx)
+	if err == nil && int(n) != len(l.keys) {
+		err = ErrLockNotHeld
 	}
-	if int(n) != len(l.keys) {
-		return ErrLockNotHeld
-	}
-	return nil
+	l.hookReleased(ctx, start, int(handedOver), err)
+	return err
 }
 
 // KeepAlive starts refreshing the lock to ttl in the background, so that
@@ -231,14 +234,16 @@ func (l *Lock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, 
 		return nil, err
 	}
 	keys, token := l.keys, l.tokenArg
-	return keepLease(&l.lease, time.Duration(ms)*time.Millisecond, opt, func(ctx context.Context) error {
+	return keepLeaseReporting(&l.lease, time.Duration(ms)*time.Millisecond, opt, l.hookedRefresh(ttl, func(ctx context.Context) error {
 		ok, err := refreshScript.Run(ctx, l.client, keys, token, ms).Int64()
 		switch {
 		case err != nil:
 			return err
+		case ok == -1:
+			return errTaken
 		case ok != 1:
 			return lease.ErrNotHeld
 		}
 		return nil
-	})
+	}), l.hookEnded())
 }

@@ -117,6 +117,7 @@ func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duratio
 		Backoff:     fallback.NextBackoff,
 		MaxAttempts: plan.attempts,
 		Transient:   script.Transient,
+		Attempted:   lock.hookAttempted(ctx),
 	})
 	if out.Obtained {
 		// A lock obtained at the end of a block counts its lease from the
@@ -134,7 +135,7 @@ func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duratio
 			// the caller has gone, so the lock goes on.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer cancel()
-			_, _ = lock.runRelease(rctx)
+			_, _, _ = lock.runRelease(rctx)
 		}
 		return fmt.Errorf("%w: %w", ErrNotObtained, ended.Err)
 	case errors.Is(err, handoff.ErrGaveUp):
@@ -163,20 +164,28 @@ const (
 )
 
 // runRelease runs release.lua for l, handing its keys over as l.handover
-// says. Keys that cannot have companions are only deleted.
-func (l *Lock) runRelease(ctx context.Context) (int64, error) {
+// says. Keys that cannot have companions are only deleted. It returns how
+// many keys were ours, and how many of them went to a waiter.
+func (l *Lock) runRelease(ctx context.Context) (ours, handedOver int64, err error) {
 	if l.handover != deleteKeys {
 		if keys, ok := handoff.Companions(l.keys); ok {
-			n, err := releaseScript.Run(ctx, l.client, keys, l.tokenArg, handoff.ReservationArg).Int64()
-			if err == nil || l.handover != handOverIfAllowed || !deniedByACL(err) {
-				return n, err
+			r, err := releaseScript.Run(ctx, l.client, keys, l.tokenArg, handoff.ReservationArg).Int64Slice()
+			if err == nil {
+				if len(r) != 2 {
+					return 0, 0, fmt.Errorf("%w: release of %q: %v", ErrUnexpectedReply, l.keys, r)
+				}
+				return r[0], r[1], nil
+			}
+			if l.handover != handOverIfAllowed || !deniedByACL(err) {
+				return 0, 0, err
 			}
 			// Refused before anything was written: a declared key is
 			// checked before the script runs, and the first command that
 			// a queue ACL lacks comes before any write of the handover.
 		}
 	}
-	return releaseScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
+	ours, err = releaseScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
+	return ours, 0, err
 }
 
 // deniedByACL reports whether err is the server refusing a key or a

@@ -8,15 +8,21 @@
 --
 -- Reply, an integer:
 --   1   every key was ours and now expires in ARGV[2] ms.
---   0   some key is gone or held by another; nothing was changed.
+--   0   some key is gone; nothing was changed.
+--  -1   some key is held by another (none gone); nothing was changed.
 local token, ttl = ARGV[1], ARGV[2]
 local prefix = owner(token)
+local taken = false
 for i = 1, #KEYS do
   local v = redis.call("GET", KEYS[i])
-  if not owns(v, prefix) then
+  if not v then
     return 0
   end
+  if not owns(v, prefix) then
+    taken = true
+  end
 end
+if taken then return -1 end
 for i = 1, #KEYS do
   redis.call("PEXPIRE", KEYS[i], ttl)
 end

@@ -16,23 +16,25 @@
 -- ours whose queue has live waiters is handed over to the one that has
 -- waited longest (handover.lua); the others are deleted.
 --
--- Reply, an integer: how many keys were ours (deleted or handed over).
--- Fewer than n means the lock had been lost, at least in part.
+-- Reply: how many keys were ours (deleted or handed over), an integer;
+-- with ARGV[2], an array {ours, handed over}. Fewer than n ours means the
+-- lock had been lost, at least in part.
 local token = ARGV[1]
 local reserve = ARGV[2]
 local n = #KEYS
 if reserve then n = n / 3 end
 local prefix = owner(token)
-local deleted = 0
+local deleted, handed = 0, 0
 for i = 1, n do
   local v = redis.call("GET", KEYS[i])
   if owns(v, prefix) then
     if reserve then
-      handover(KEYS[i], KEYS[n + i], KEYS[2 * n + i], reserve, i)
+      handed = handed + handover(KEYS[i], KEYS[n + i], KEYS[2 * n + i], reserve, i)
       deleted = deleted + 1
     else
       deleted = deleted + redis.call("DEL", KEYS[i])
     end
   end
 end
+if reserve then return {deleted, handed} end
 return deleted

@@ -80,6 +80,12 @@ type Request struct {
 	MaxAttempts int
 	// Transient reports whether an error is worth another attempt.
 	Transient func(error) bool
+	// Attempted, when not nil, is called on the waiting goroutine after
+	// each attempt: whether it obtained the keys, whether it was sent with
+	// a block on the wake-up list (obtaining then means a release handed
+	// the keys over, or the holder expired during the block), and its
+	// error (nil when the keys were held).
+	Attempted func(obtained, blocked bool, err error)
 }
 
 // Outcome is the result of a wait that obtained the keys.
@@ -274,6 +280,9 @@ func (w *wait) attempt(ctx context.Context) {
 			w.finish(perr)
 			return
 		}
+		if w.req.Attempted != nil {
+			w.req.Attempted(r.obtained, blocked, nil)
+		}
 		if r.obtained {
 			w.registered = false
 			w.out = Outcome{Obtained: true, Value: r.value, Sent: sent}
@@ -291,6 +300,8 @@ func (w *wait) attempt(ctx context.Context) {
 			w.registered = true
 		}
 		w.last = r
+	} else if w.req.Attempted != nil {
+		w.req.Attempted(false, blocked, err)
 	}
 	switch {
 	case err == nil && moveErr != nil && !w.req.Transient(moveErr):

@@ -38,7 +38,7 @@ const (
 // (the default of Ended) it says so and unwraps to Err.
 type End struct {
 	Reason   Reason
-	Err      error         // Failed: the refresh's error; Expired: the last refresh error, if any
+	Err      error         // Failed: the refresh's error; Expired: the last refresh error, if any; NotHeld: the refresh's, if a refresh of the keep-alive found it
 	InFlight bool          // Expired: a refresh was still waiting for its reply
 	MaxHold  time.Duration // MaxHoldReached: the Config's MaxHold
 }
@@ -297,7 +297,7 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 				next.Reset(time.Until(k.cfg.nextRefresh(r.sent, validUntil)))
 			case errors.Is(r.err, ErrNotHeld):
 				k.lease.Lost(r.sent)
-				k.end(End{Reason: NotHeld})
+				k.end(End{Reason: NotHeld, Err: r.err})
 				return
 			case k.ctx.Err() != nil:
 				return // stopped

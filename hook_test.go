@@ -1,0 +1,438 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// who labels the calls of one party of a test, through the caller's ctx.
+type who struct{}
+
+// spanKey is what the recorder's Start methods put in the context they
+// return; the events after them must see it.
+type spanKey struct{}
+
+// recorder is a Hook that writes each event as a line, per party: the
+// label in the ctx of the call or, for a keep-alive's events, the label of
+// the call that obtained the lock.
+type recorder struct {
+	mu     sync.Mutex
+	lines  map[string][]string
+	owners map[*redislock.Lock]string
+	notify chan string // each line, when not nil (never blocks the hook)
+}
+
+func newRecorder() *recorder {
+	return &recorder{lines: map[string][]string{}, owners: map[*redislock.Lock]string{}, notify: make(chan string, 100)}
+}
+
+func (r *recorder) add(ctx context.Context, lock *redislock.Lock, format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	party, _ := ctx.Value(who{}).(string)
+	if party == "" {
+		party = r.owners[lock]
+	}
+	if lock != nil && party != "" {
+		r.owners[lock] = party
+	}
+	if party == "" {
+		party = "?"
+	}
+	r.lines[party] = append(r.lines[party], line)
+	select {
+	case r.notify <- party + ": " + line:
+	default:
+	}
+}
+
+func (r *recorder) of(party string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.lines[party])
+}
+
+// waitFor waits until the recorder saw line.
+func (r *recorder) waitFor(t *testing.T, line string) {
+	t.Helper()
+	timeout := time.After(waitTimeout)
+	for {
+		select {
+		case got := <-r.notify:
+			if got == line {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no event %q within %v", line, waitTimeout)
+		}
+	}
+}
+
+func inSpan(ctx context.Context) string {
+	if ctx.Value(spanKey{}) == nil {
+		return " NO-SPAN"
+	}
+	return ""
+}
+
+func errText(err error) string {
+	switch {
+	case err == nil:
+		return "nil"
+	case errors.Is(err, redislock.ErrLockNotHeld):
+		return "ErrLockNotHeld"
+	case errors.Is(err, redislock.ErrNotObtained):
+		return "ErrNotObtained"
+	}
+	return "error"
+}
+
+func (r *recorder) ObtainStart(ctx context.Context, e redislock.ObtainEvent) context.Context {
+	r.add(ctx, nil, "obtain-start %s %v %v", e.Kind, e.Keys, e.TTL)
+	return context.WithValue(ctx, spanKey{}, true)
+}
+
+func (r *recorder) ObtainAttempt(ctx context.Context, e redislock.AttemptEvent) {
+	r.add(ctx, nil, "attempt %d %s blocked=%v handedOver=%v err=%s%s", e.Attempt, e.Outcome, e.Blocked, e.HandedOver, errText(e.Err), inSpan(ctx))
+}
+
+func (r *recorder) ObtainDone(ctx context.Context, e redislock.ObtainEvent) {
+	r.add(ctx, e.Lock, "obtain-done %s attempts=%d wait=%s handedOver=%v lock=%v err=%s%s", e.Outcome, e.Attempts, e.Wait, e.HandedOver, e.Lock != nil, errText(e.Err), inSpan(ctx))
+}
+
+func (r *recorder) ReleaseStart(ctx context.Context, e redislock.ReleaseEvent) context.Context {
+	r.add(ctx, e.Lock, "release-start")
+	return context.WithValue(ctx, spanKey{}, true)
+}
+
+func (r *recorder) ReleaseDone(ctx context.Context, e redislock.ReleaseEvent) {
+	r.add(ctx, e.Lock, "release-done handedOver=%d endsHold=%v held=%v err=%s%s", e.HandedOver, e.EndsHold, e.Held > 0, errText(e.Err), inSpan(ctx))
+}
+
+func (r *recorder) RefreshStart(ctx context.Context, e redislock.RefreshEvent) context.Context {
+	r.add(ctx, e.Lock, "refresh-start %v keepAlive=%v", e.TTL, e.KeepAlive)
+	return context.WithValue(ctx, spanKey{}, true)
+}
+
+func (r *recorder) RefreshDone(ctx context.Context, e redislock.RefreshEvent) {
+	r.add(ctx, e.Lock, "refresh-done keepAlive=%v err=%s%s", e.KeepAlive, errText(e.Err), inSpan(ctx))
+}
+
+func (r *recorder) Lost(e redislock.LostEvent) {
+	r.add(context.Background(), e.Lock, "lost %s endsHold=%v held=%v lockLost=%v", e.Reason, e.EndsHold, e.Held > 0, errors.Is(e.Err, redislock.ErrLockLost))
+}
+
+func checkLines(t *testing.T, party string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("events of %s:\ngot:\n\t%s\nwant:\n\t%s", party, strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
+
+// The scripted scenario: a obtains, b contends and waits on events, a
+// refreshes and releases, which hands the lock over to b; an admin DEL
+// takes it from b, whose keep-alive reports it lost; b's Release then
+// finds it not held. Every event, in order, per party.
+func TestHookScenario(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	key := redistest.Key(t, "job")
+	rec := newRecorder()
+	client := redislock.New(rdb)
+	client.AddHook(rec)
+	opt := &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)}
+	ctxA := context.WithValue(context.Background(), who{}, "a")
+	ctxB := context.WithValue(context.Background(), who{}, "b")
+	const ttl = 10 * time.Second
+
+	a, err := client.Obtain(ctxA, key, ttl, opt)
+	if err != nil {
+		t.Fatalf("a: Obtain: %v", err)
+	}
+	type result struct {
+		lock *redislock.Lock
+		err  error
+	}
+	bDone := make(chan result, 1)
+	go func() {
+		l, err := client.Obtain(ctxB, key, ttl, opt)
+		bDone <- result{l, err}
+	}()
+	rec.waitFor(t, "b: attempt 1 not_obtained blocked=false handedOver=false err=nil")
+	if err := a.Refresh(ctxA, ttl, nil); err != nil {
+		t.Fatalf("a: Refresh: %v", err)
+	}
+	if err := a.Release(ctxA); err != nil {
+		t.Fatalf("a: Release: %v", err)
+	}
+	var b *redislock.Lock
+	select {
+	case r := <-bDone:
+		if r.err != nil {
+			t.Fatalf("b: Obtain: %v", r.err)
+		}
+		b = r.lock
+	case <-time.After(waitTimeout):
+		t.Fatalf("b not obtained within %v of the release", waitTimeout)
+	}
+
+	ka, err := b.KeepAlive(600*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("b: KeepAlive: %v", err)
+	}
+	if err := rdb.Del(context.Background(), key).Err(); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+	recv(t, ka.Done(), "b's keep-alive to end after the DEL")
+	if err := b.Release(ctxB); !errors.Is(err, redislock.ErrLockNotHeld) {
+		t.Fatalf("b: Release = %v, want ErrLockNotHeld", err)
+	}
+
+	checkLines(t, "a", rec.of("a"), []string{
+		"obtain-start lock [" + key + "] 10s",
+		"attempt 1 obtained blocked=false handedOver=false err=nil",
+		"obtain-done obtained attempts=1 wait=none handedOver=false lock=true err=nil",
+		"refresh-start 10s keepAlive=false",
+		"refresh-done keepAlive=false err=nil",
+		"release-start",
+		"release-done handedOver=1 endsHold=true held=true err=nil",
+	})
+	// b blocks until a's release hands the lock over; a block that ended
+	// without it (250 ms at first) adds attempts that found it held.
+	got := rec.of("b")
+	blocks := 0
+	for _, l := range got {
+		if l == "attempt "+fmt.Sprint(blocks+2)+" not_obtained blocked=true handedOver=false err=nil" {
+			blocks++
+		}
+	}
+	want := []string{
+		"obtain-start lock [" + key + "] 10s",
+		"attempt 1 not_obtained blocked=false handedOver=false err=nil",
+	}
+	for i := range blocks {
+		want = append(want, fmt.Sprintf("attempt %d not_obtained blocked=true handedOver=false err=nil", i+2))
+	}
+	want = append(want,
+		fmt.Sprintf("attempt %d obtained blocked=true handedOver=true err=nil", blocks+2),
+		fmt.Sprintf("obtain-done obtained attempts=%d wait=event handedOver=true lock=true err=nil", blocks+2),
+		"refresh-start 600ms keepAlive=true",
+		"refresh-done keepAlive=true err=ErrNotObtained",
+		"lost gone endsHold=true held=true lockLost=true",
+		"release-start",
+		"release-done handedOver=0 endsHold=false held=false err=ErrLockNotHeld",
+	)
+	checkLines(t, "b", got, want)
+	checkLines(t, "?", rec.of("?"), nil)
+}
+
+// A polled wait that gives up, and a key taken by another holder behind a
+// keep-alive's back.
+func TestHookNotObtainedAndTaken(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	key := redistest.Key(t, "job")
+	rec := newRecorder()
+	client := redislock.New(rdb)
+	client.AddHook(rec)
+	ctxA := context.WithValue(context.Background(), who{}, "a")
+	ctxB := context.WithValue(context.Background(), who{}, "b")
+
+	a, err := client.Obtain(ctxA, key, time.Minute, nil)
+	if err != nil {
+		t.Fatalf("a: Obtain: %v", err)
+	}
+	opt := &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(time.Millisecond), 2)}
+	if _, err := client.Obtain(ctxB, key, time.Minute, opt); !errors.Is(err, redislock.ErrNotObtained) {
+		t.Fatalf("b: Obtain = %v, want ErrNotObtained", err)
+	}
+	ka, err := a.KeepAlive(600*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("a: KeepAlive: %v", err)
+	}
+	if err := rdb.Set(context.Background(), key, "5:other:0:", time.Minute).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	recv(t, ka.Done(), "a's keep-alive to end after the SET")
+	checkLines(t, "a", rec.of("a"), []string{
+		"obtain-start lock [" + key + "] 1m0s",
+		"attempt 1 obtained blocked=false handedOver=false err=nil",
+		"obtain-done obtained attempts=1 wait=none handedOver=false lock=true err=nil",
+		"refresh-start 600ms keepAlive=true",
+		"refresh-done keepAlive=true err=ErrNotObtained",
+		"lost taken endsHold=true held=true lockLost=true",
+	})
+	checkLines(t, "b", rec.of("b"), []string{
+		"obtain-start lock [" + key + "] 1m0s",
+		"attempt 1 not_obtained blocked=false handedOver=false err=nil",
+		"attempt 2 not_obtained blocked=false handedOver=false err=nil",
+		"attempt 3 not_obtained blocked=false handedOver=false err=nil",
+		"obtain-done not_obtained attempts=3 wait=poll handedOver=false lock=false err=ErrNotObtained",
+	})
+}
+
+// A keep-alive whose refreshes fail with transient errors until its lease
+// runs out, and one that reaches MaxHold.
+func TestHookLostExpiredAndMaxHold(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	f := newFaultyClient(rdb)
+	rec := newRecorder()
+	client := redislock.New(f)
+	client.AddHook(rec)
+	ctx := context.WithValue(context.Background(), who{}, "a")
+
+	lock, err := client.Obtain(ctx, redistest.Key(t, "expired"), 300*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("Obtain: %v", err)
+	}
+	f.failNext(1<<30, errTransient)
+	ka, err := lock.KeepAlive(300*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("KeepAlive: %v", err)
+	}
+	recv(t, ka.Done(), "the keep-alive to end while refreshes fail")
+	f.failNext(0, nil)
+	lines := rec.of("a")
+	if got, want := lines[len(lines)-1], "lost expired endsHold=true held=true lockLost=true"; got != want {
+		t.Errorf("last event %q, want %q", got, want)
+	}
+
+	rec2 := newRecorder()
+	client2 := redislock.New(rdb)
+	client2.AddHook(rec2)
+	lock2, err := client2.Obtain(ctx, redistest.Key(t, "maxhold"), time.Minute, nil)
+	if err != nil {
+		t.Fatalf("Obtain: %v", err)
+	}
+	defer lock2.Release(ctx)
+	ka2, err := lock2.KeepAlive(time.Minute, &redislock.KeepAliveOptions{MaxHold: time.Millisecond})
+	if err != nil {
+		t.Fatalf("KeepAlive: %v", err)
+	}
+	recv(t, ka2.Done(), "MaxHold")
+	lines = rec2.of("a")
+	if got, want := lines[len(lines)-1], "lost max_hold endsHold=true held=true lockLost=true"; got != want {
+		t.Errorf("last event %q, want %q", got, want)
+	}
+}
+
+// Hooks added while locks are in use: each lock reports to the hooks it
+// was obtained with, and AddHook races with nothing (run with -race).
+func TestAddHookConcurrent(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	client := redislock.New(rdb)
+	ctx := context.Background()
+	before, err := client.Obtain(ctx, redistest.Key(t, "before"), time.Minute, nil)
+	if err != nil {
+		t.Fatalf("Obtain: %v", err)
+	}
+	recs := []*recorder{newRecorder(), newRecorder(), newRecorder()}
+	var wg sync.WaitGroup
+	for i, r := range recs {
+		wg.Go(func() { client.AddHook(r) })
+		wg.Go(func() {
+			l, err := client.Obtain(ctx, redistest.Key(t, fmt.Sprint("during", i)), time.Minute, nil)
+			if err != nil {
+				t.Errorf("Obtain: %v", err)
+				return
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("Release: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	client.AddHook(nil)
+	if err := before.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	after, err := client.Obtain(ctx, redistest.Key(t, "after"), time.Minute, nil)
+	if err != nil {
+		t.Fatalf("Obtain: %v", err)
+	}
+	if err := after.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	for i, r := range recs {
+		got := r.of("?")
+		// The lock obtained before any hook reports nothing; the last one
+		// reports to every hook, in full.
+		if n := len(got); n < 5 || got[n-5] != "obtain-start lock ["+redistest.Key(t, "after")+"] 1m0s" {
+			t.Errorf("hook %d: events end with %q, want the whole life of the last lock", i, got)
+		}
+		for _, l := range got {
+			if strings.Contains(l, "before") {
+				t.Errorf("hook %d saw the lock obtained before it: %q", i, l)
+			}
+		}
+	}
+	var nilClient *redislock.Client
+	nilClient.AddHook(recs[0]) // ignored, no panic
+}
+
+// An attached lock reports its releases to the Client's hooks, but it was
+// never counted as held, so its Release ends no hold.
+func TestHookAttach(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	key := redistest.Key(t, "job")
+	ctx := context.WithValue(context.Background(), who{}, "a")
+	orig, err := redislock.Obtain(ctx, rdb, key, time.Minute, nil)
+	if err != nil {
+		t.Fatalf("Obtain: %v", err)
+	}
+	rec := newRecorder()
+	client := redislock.New(rdb)
+	client.AddHook(rec)
+	att, err := client.Attach(orig.Keys(), orig.Token(), 0)
+	if err != nil {
+		t.Fatalf("Attach: %v", err)
+	}
+	if err := att.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	checkLines(t, "a", rec.of("a"), []string{
+		"release-start",
+		"release-done handedOver=0 endsHold=false held=false err=nil",
+	})
+}
+
+func TestHookStrings(t *testing.T) {
+	for _, tc := range []struct {
+		got  fmt.Stringer
+		want string
+	}{
+		{redislock.KindLock, "lock"},
+		{redislock.Kind(0), "unknown"},
+		{redislock.OutcomeObtained, "obtained"},
+		{redislock.OutcomeNotObtained, "not_obtained"},
+		{redislock.OutcomeError, "error"},
+		{redislock.Outcome(0), "unknown"},
+		{redislock.WaitNone, "none"},
+		{redislock.WaitPolled, "poll"},
+		{redislock.WaitEvents, "event"},
+		{redislock.WaitMode(0), "unknown"},
+		{redislock.LostGone, "gone"},
+		{redislock.LostTaken, "taken"},
+		{redislock.LostExpired, "expired"},
+		{redislock.LostMaxHold, "max_hold"},
+		{redislock.LostError, "error"},
+		{redislock.LostReason(0), "unknown"},
+	} {
+		if s := tc.got.String(); s != tc.want {
+			t.Errorf("%#v.String() = %q, want %q", tc.got, s, tc.want)
+		}
+	}
+	var h redislock.Hook = redislock.NopHook{}
+	ctx := context.Background()
+	if h.ObtainStart(ctx, redislock.ObtainEvent{}) != ctx || h.ReleaseStart(ctx, redislock.ReleaseEvent{}) != ctx || h.RefreshStart(ctx, redislock.RefreshEvent{}) != ctx {
+		t.Error("NopHook's Start methods changed the context")
+	}
+}
