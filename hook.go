@@ -52,7 +52,9 @@ type Hook interface {
 	RefreshDone(ctx context.Context, e RefreshEvent)
 
 	// Lost is called once when a keep-alive ([Lock.KeepAlive]) ends
-	// because its lock is lost, or about to be; not when it is stopped.
+	// because its lock is lost, or about to be; not when it is stopped. It
+	// is called before [KeepAlive.Done] is closed. A refresh that was in
+	// flight then may report its RefreshDone after it.
 	Lost(e LostEvent)
 }
 

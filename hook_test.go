@@ -300,9 +300,10 @@ func TestHookLostExpiredAndMaxHold(t *testing.T) {
 	}
 	recv(t, ka.Done(), "the keep-alive to end while refreshes fail")
 	f.failNext(0, nil)
-	lines := rec.of("a")
+	// A refresh in flight at the loss may report after it.
+	lines := slices.DeleteFunc(rec.of("a"), func(l string) bool { return strings.HasPrefix(l, "refresh-") })
 	if got, want := lines[len(lines)-1], "lost expired endsHold=true held=true lockLost=true"; got != want {
-		t.Errorf("last event %q, want %q", got, want)
+		t.Errorf("last event but refreshes %q, want %q", got, want)
 	}
 
 	rec2 := newRecorder()

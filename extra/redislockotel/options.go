@@ -1,0 +1,126 @@
+// Package redislockotel records the locks of a [redislock.Client] as
+// OpenTelemetry metrics and traces, through [redislock.Hook]s: call
+// [InstrumentMetrics] and [InstrumentTracing] once, after [redislock.New]
+// and before the Client is used.
+//
+// Metrics, in seconds, under the redislock. namespace (see
+// docs/observability.md in the redislock repository for what each answers):
+//
+//	redislock.acquire.duration  histogram, s   obtain calls: redislock.outcome, redislock.wait
+//	redislock.hold.duration     histogram, s   from obtain to release or loss: redislock.end
+//	redislock.lost              counter        locks a keep-alive lost: redislock.reason
+//	redislock.held              up-down        locks obtained and not yet released or lost
+//	redislock.waiting           up-down        obtain calls in progress
+//
+// Every point also has redislock.kind ("lock"), the attributes of
+// [WithAttributes], and redislock.name when [WithKeyName] maps the lock's
+// first key to one. Lock keys are never attributes by themselves: there are
+// as many as there are locked things.
+//
+// Spans: "redislock.obtain" per obtain call, with an event per attempt,
+// "redislock.release" per Release and "redislock.refresh" per
+// [redislock.Lock.Refresh] call (a keep-alive's refreshes have no caller's
+// context and are not traced), children of the span in the caller's
+// context.
+package redislockotel
+
+import (
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// instrumentationName names the meter and the tracer.
+const instrumentationName = "github.com/redislock/redislock/extra/redislockotel"
+
+// Option applies to both [InstrumentMetrics] and [InstrumentTracing].
+type Option interface {
+	MetricsOption
+	TracingOption
+}
+
+// MetricsOption configures [InstrumentMetrics].
+type MetricsOption interface{ applyMetrics(*config) }
+
+// TracingOption configures [InstrumentTracing].
+type TracingOption interface{ applyTracing(*config) }
+
+type config struct {
+	mp      metric.MeterProvider
+	tp      trace.TracerProvider
+	attrs   []attribute.KeyValue
+	keyName func(key string) string
+}
+
+func newConfig() *config {
+	return &config{mp: otel.GetMeterProvider(), tp: otel.GetTracerProvider()}
+}
+
+// option applies to metrics and tracing alike.
+type option func(*config)
+
+func (o option) applyMetrics(c *config) { o(c) }
+func (o option) applyTracing(c *config) { o(c) }
+
+type metricsOption func(*config)
+
+func (o metricsOption) applyMetrics(c *config) { o(c) }
+
+type tracingOption func(*config)
+
+func (o tracingOption) applyTracing(c *config) { o(c) }
+
+// WithMeterProvider sets the meter provider of the metrics.
+// Default: the global one, otel.GetMeterProvider().
+func WithMeterProvider(mp metric.MeterProvider) MetricsOption {
+	return metricsOption(func(c *config) { c.mp = mp })
+}
+
+// WithTracerProvider sets the tracer provider of the spans.
+// Default: the global one, otel.GetTracerProvider().
+func WithTracerProvider(tp trace.TracerProvider) TracingOption {
+	return tracingOption(func(c *config) { c.tp = tp })
+}
+
+// WithAttributes adds attrs to every metric point and span (a service's
+// role, a Redis deployment's name).
+// Default: none.
+func WithAttributes(attrs ...attribute.KeyValue) Option {
+	return option(func(c *config) { c.attrs = append(c.attrs, attrs...) })
+}
+
+// WithKeyName gives each point and span the attribute redislock.name,
+// name(first key of the lock), unless name returns "". name must return
+// few distinct values (a job type, not a job id): each is a time series.
+// It is called on the goroutines of the lock's calls and must be safe for
+// concurrent use.
+// Default: no name, every lock counted together.
+func WithKeyName(name func(key string) string) Option {
+	return option(func(c *config) { c.keyName = name })
+}
+
+// Attribute keys of the metrics and spans.
+const (
+	attrKind       = attribute.Key("redislock.kind")
+	attrName       = attribute.Key("redislock.name")
+	attrOutcome    = attribute.Key("redislock.outcome")
+	attrWait       = attribute.Key("redislock.wait")
+	attrEnd        = attribute.Key("redislock.end")
+	attrReason     = attribute.Key("redislock.reason")
+	attrAttempt    = attribute.Key("redislock.attempt")
+	attrAttempts   = attribute.Key("redislock.attempts")
+	attrBlocked    = attribute.Key("redislock.blocked")
+	attrHandedOver = attribute.Key("redislock.handed_over")
+	attrTTL        = attribute.Key("redislock.ttl")
+	attrHeld       = attribute.Key("redislock.held")
+	attrKeys       = attribute.Key("redislock.keys")
+)
+
+// name returns the low-cardinality name of a lock with keys, or "".
+func (c *config) name(keys []string) string {
+	if c.keyName == nil || len(keys) == 0 {
+		return ""
+	}
+	return c.keyName(keys[0])
+}
