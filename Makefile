@@ -4,7 +4,7 @@
 # libraries (bench), fault-injection tests (chaos). Each sub-module has its
 # own go.mod, so the library never depends on what they use.
 
-SUBMODULES := $(wildcard cmd/redislock bench chaos)
+SUBMODULES := $(wildcard cmd/redislock bench chaos extra/redislockotel extra/redislockprom)
 GO ?= go
 
 .PHONY: test test-go1.27 gotest lint tools demo deps vet build bench install chaos fuzz
