@@ -62,12 +62,17 @@ func (h *tracingHook) ObtainAttempt(ctx context.Context, e redislock.AttemptEven
 	if s == nil {
 		return
 	}
-	s.AddEvent("attempt", trace.WithAttributes(
-		attrAttempt.Int(e.Attempt),
-		attrOutcome.String(e.Outcome.String()),
-		attrBlocked.Bool(e.Blocked),
-		attrHandedOver.Bool(e.HandedOver),
-	))
+	// Only what is true, to keep each event small: blocked and
+	// handed_over are absent when false.
+	attrs := make([]attribute.KeyValue, 2, 4)
+	attrs[0], attrs[1] = attrAttempt.Int(e.Attempt), attrOutcome.String(e.Outcome.String())
+	if e.Blocked {
+		attrs = append(attrs, attrBlocked.Bool(true))
+	}
+	if e.HandedOver {
+		attrs = append(attrs, attrHandedOver.Bool(true))
+	}
+	s.AddEvent("attempt", trace.WithAttributes(attrs...))
 	if e.Err != nil {
 		s.RecordError(e.Err)
 	}
@@ -82,8 +87,10 @@ func (h *tracingHook) ObtainDone(ctx context.Context, e redislock.ObtainEvent) {
 		attrOutcome.String(e.Outcome.String()),
 		attrAttempts.Int(e.Attempts),
 		attrWait.String(e.Wait.String()),
-		attrHandedOver.Bool(e.HandedOver),
 	)
+	if e.HandedOver {
+		s.SetAttributes(attrHandedOver.Bool(true))
+	}
 	if e.Outcome == redislock.OutcomeError {
 		s.SetStatus(codes.Error, e.Err.Error())
 	}
@@ -99,7 +106,9 @@ func (h *tracingHook) ReleaseDone(ctx context.Context, e redislock.ReleaseEvent)
 	if s == nil {
 		return
 	}
-	s.SetAttributes(attrHandedOver.Int(e.HandedOver))
+	if e.HandedOver > 0 {
+		s.SetAttributes(attrHandedOver.Int(e.HandedOver))
+	}
 	if e.EndsHold {
 		s.SetAttributes(attrHeld.Float64(e.Held.Seconds()))
 	}
