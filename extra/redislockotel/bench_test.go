@@ -29,10 +29,13 @@ func BenchmarkObtainRelease(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 	// The same, exporting each span on End: no goroutine to wake per span.
 	syncTP := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+	// The same, with a sampler that records no span.
+	unsampledTP := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 	b.Cleanup(func() {
 		_ = mp.Shutdown(ctx)
 		_ = tp.Shutdown(ctx)
 		_ = syncTP.Shutdown(ctx)
+		_ = unsampledTP.Shutdown(ctx)
 	})
 	for _, bc := range []struct {
 		name  string
@@ -63,6 +66,14 @@ func BenchmarkObtainRelease(b *testing.B) {
 				b.Fatal(err)
 			}
 			if err := redislockotel.InstrumentTracing(c, redislockotel.WithTracerProvider(syncTP)); err != nil {
+				b.Fatal(err)
+			}
+		}},
+		{"otel-unsampled", func(c *redislock.Client) {
+			if err := redislockotel.InstrumentMetrics(c, redislockotel.WithMeterProvider(mp)); err != nil {
+				b.Fatal(err)
+			}
+			if err := redislockotel.InstrumentTracing(c, redislockotel.WithTracerProvider(unsampledTP)); err != nil {
 				b.Fatal(err)
 			}
 		}},

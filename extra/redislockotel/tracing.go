@@ -3,6 +3,7 @@ package redislockotel
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -21,7 +22,11 @@ func InstrumentTracing(c *redislock.Client, opts ...TracingOption) error {
 	for _, o := range opts {
 		o.applyTracing(cfg)
 	}
-	c.AddHook(&tracingHook{cfg: cfg, tracer: cfg.tp.Tracer(instrumentationName)})
+	c.AddHook(&tracingHook{
+		cfg:    cfg,
+		tracer: cfg.tp.Tracer(instrumentationName),
+		opts:   []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(cfg.attrs...)},
+	})
 	return nil
 }
 
@@ -32,17 +37,25 @@ type tracingHook struct {
 	redislock.NopHook
 	cfg    *config
 	tracer trace.Tracer
+	opts   []trace.SpanStartOption // the same for every span, made once
 }
 
 type spanKey struct{ h *tracingHook }
 
-func (h *tracingHook) start(ctx context.Context, name string, kind redislock.Kind, keys []string, attrs ...attribute.KeyValue) context.Context {
-	attrs = append(attrs, h.cfg.attrs...)
-	attrs = append(attrs, attrKind.String(kind.String()), attrKeys.Int(len(keys)))
-	if n := h.cfg.name(keys); n != "" {
-		attrs = append(attrs, attrName.String(n))
+// start starts a span; the attributes of the event go on it only when it
+// records (a span that the sampler dropped costs no more than that).
+func (h *tracingHook) start(ctx context.Context, name string, kind redislock.Kind, keys []string, ttl time.Duration) context.Context {
+	ctx, span := h.tracer.Start(ctx, name, h.opts...)
+	if !span.IsRecording() {
+		return ctx
 	}
-	ctx, span := h.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	span.SetAttributes(attrKind.String(kind.String()), attrKeys.Int(len(keys)))
+	if n := h.cfg.name(keys); n != "" {
+		span.SetAttributes(attrName.String(n))
+	}
+	if ttl > 0 {
+		span.SetAttributes(attrTTL.Float64(ttl.Seconds()))
+	}
 	return context.WithValue(ctx, spanKey{h}, span)
 }
 
@@ -54,7 +67,7 @@ func (h *tracingHook) span(ctx context.Context) trace.Span {
 }
 
 func (h *tracingHook) ObtainStart(ctx context.Context, e redislock.ObtainEvent) context.Context {
-	return h.start(ctx, "redislock.obtain", e.Kind, e.Keys, attrTTL.Float64(e.TTL.Seconds()))
+	return h.start(ctx, "redislock.obtain", e.Kind, e.Keys, e.TTL)
 }
 
 func (h *tracingHook) ObtainAttempt(ctx context.Context, e redislock.AttemptEvent) {
@@ -98,7 +111,7 @@ func (h *tracingHook) ObtainDone(ctx context.Context, e redislock.ObtainEvent) {
 }
 
 func (h *tracingHook) ReleaseStart(ctx context.Context, e redislock.ReleaseEvent) context.Context {
-	return h.start(ctx, "redislock.release", e.Kind, e.Keys)
+	return h.start(ctx, "redislock.release", e.Kind, e.Keys, 0)
 }
 
 func (h *tracingHook) ReleaseDone(ctx context.Context, e redislock.ReleaseEvent) {
@@ -125,7 +138,7 @@ func (h *tracingHook) RefreshStart(ctx context.Context, e redislock.RefreshEvent
 	if e.KeepAlive {
 		return ctx
 	}
-	return h.start(ctx, "redislock.refresh", e.Kind, e.Keys, attrTTL.Float64(e.TTL.Seconds()))
+	return h.start(ctx, "redislock.refresh", e.Kind, e.Keys, e.TTL)
 }
 
 func (h *tracingHook) RefreshDone(ctx context.Context, e redislock.RefreshEvent) {
