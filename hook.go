@@ -18,8 +18,9 @@ import (
 // The events are passed by value; their Keys slice is the lock's own and
 // must not be modified. The Start methods return the context that the
 // operation then runs under (the scripts it sends, and the matching Done
-// call), so a hook can start a span there; return ctx itself to change
-// nothing (a nil return is taken as ctx). The other methods must not block:
+// call), so a hook can start a span there: ctx itself, to change nothing
+// (a nil return is taken as ctx), or a context derived from it, since its
+// deadline and cancellation still bound the operation. The other methods must not block:
 // they run on the caller's goroutine, between round trips, and [Hook.Lost]
 // and the refreshes of a keep-alive run on the keep-alive's goroutine. A
 // hook is called concurrently from every goroutine that uses the Client's
