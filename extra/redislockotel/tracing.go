@@ -22,12 +22,16 @@ func InstrumentTracing(c *redislock.Client, opts ...TracingOption) error {
 	for _, o := range opts {
 		o.applyTracing(cfg)
 	}
-	c.AddHook(&tracingHook{
+	c.AddHook(newTracingHook(cfg))
+	return nil
+}
+
+func newTracingHook(cfg *config) *tracingHook {
+	return &tracingHook{
 		cfg:    cfg,
 		tracer: cfg.tp.Tracer(instrumentationName),
 		opts:   []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(cfg.attrs...)},
-	})
-	return nil
+	}
 }
 
 // tracingHook starts a span in each Start method and ends it in the
