@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
 	"github.com/redislock/redislock/internal/redistest"
 )
@@ -436,4 +437,44 @@ func TestHookStrings(t *testing.T) {
 	if h.ObtainStart(ctx, redislock.ObtainEvent{}) != ctx || h.ReleaseStart(ctx, redislock.ReleaseEvent{}) != ctx || h.RefreshStart(ctx, redislock.RefreshEvent{}) != ctx {
 		t.Error("NopHook's Start methods changed the context")
 	}
+}
+
+// logHook prints what it is told: the start of a --verbose mode.
+type logHook struct{ redislock.NopHook }
+
+func (logHook) ObtainDone(_ context.Context, e redislock.ObtainEvent) {
+	fmt.Println("obtain", e.Keys, e.Outcome, "attempts:", e.Attempts, "wait:", e.Wait)
+}
+
+func (logHook) ReleaseDone(_ context.Context, e redislock.ReleaseEvent) {
+	fmt.Println("release", e.Keys, "handed over:", e.HandedOver, "err:", e.Err)
+}
+
+func (logHook) Lost(e redislock.LostEvent) {
+	fmt.Println("lost", e.Keys, e.Reason)
+}
+
+// A hook sees every obtain call, release and loss of the Client's locks.
+func ExampleClient_AddHook() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := redislock.New(rdb)
+	locker.AddHook(logHook{})
+
+	lock, err := locker.Obtain(ctx, "example:hook", time.Minute, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = locker.Obtain(ctx, "example:hook", time.Minute, nil)
+	fmt.Println(errors.Is(err, redislock.ErrNotObtained))
+	if err := lock.Release(ctx); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// obtain [example:hook] obtained attempts: 1 wait: none
+	// obtain [example:hook] not_obtained attempts: 1 wait: none
+	// true
+	// release [example:hook] handed over: 0 err: <nil>
 }
