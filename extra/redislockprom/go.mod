@@ -2,7 +2,7 @@ module github.com/redislock/redislock/extra/redislockprom
 
 go 1.26.0
 
-require github.com/redislock/redislock v0.0.0-00010101000000-000000000000
+require github.com/redislock/redislock v0.1.0
 
 require github.com/kylelemons/godebug v1.1.0 // indirect
 
@@ -19,5 +19,3 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/redislock/redislock => ../..
