@@ -49,10 +49,11 @@ func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args 
 // RunRO runs a script that writes nothing with EVALSHA_RO (EVAL_RO when not
 // cached), which a server can refuse to let write and an ACL can allow
 // where EVAL is not. A server that does not know these commands (Redis
-// before 7.0) gets [Script.Run] instead, one round trip later.
+// before 7.0), or an ACL that allows EVALSHA but not EVALSHA_RO, gets
+// [Script.Run] instead, one round trip later.
 func (s *Script) RunRO(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	cmd := s.s.RunRO(ctx, c, keys, args...)
-	if unknownCommand(cmd.Err()) {
+	if err := cmd.Err(); unknownCommand(err) || redis.HasErrorPrefix(err, "NOPERM") {
 		return s.Run(ctx, c, keys, args...)
 	}
 	ReloadAfter(ctx, c, cmd.Err())

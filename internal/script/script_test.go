@@ -185,3 +185,30 @@ func TestTransient(t *testing.T) {
 		}
 	}
 }
+
+// An ACL that allows EVALSHA and EVAL but not their read-only forms (the
+// minimal lock ACL of the README) still runs read-only scripts: RunRO falls
+// back to Run.
+func TestRunROWithoutROCommands(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.Redis)
+	admin := srv.Client(t)
+	ctx := context.Background()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "plain", "on", ">plain", "resetchannels", "-@all", "~*", "+evalsha", "+eval", "+get").Err(); err != nil {
+		t.Fatal(err)
+	}
+	o := srv.Options()
+	o.Username, o.Password = "plain", "plain"
+	rdb := redis.NewClient(o)
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := admin.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	read := script.New("return redis.call('GET', KEYS[1])")
+	if err := rdb.EvalShaRO(ctx, read.Hash(), []string{"k"}).Err(); !redis.HasErrorPrefix(err, "NOPERM") {
+		t.Fatalf("EVALSHA_RO for the user: %v, want NOPERM (the test's premise)", err)
+	}
+	if got, err := read.RunRO(ctx, rdb, []string{"k"}).Text(); err != nil || got != "v" {
+		t.Fatalf("RunRO without the _RO commands = %q, %v; want \"v\"", got, err)
+	}
+}
