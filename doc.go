@@ -75,6 +75,14 @@
 // server cannot block (a server without BLMOVE, before Redis 6.2), it polls
 // with its fallback strategy.
 //
+// # Beyond the mutex
+//
+// [Client.Semaphore] gives at most N holders of one key at once, each
+// permit a lease of its own; [Client.RWMutex] gives many readers or one
+// writer, writers never starved by a stream of readers. Their handles have
+// the methods, options and errors of [Lock]; they wait by polling for now.
+// [Client.AddHook] reports what the locks do, for metrics and traces.
+//
 // # Redis Cluster
 //
 // One script touches keys of one hash slot: give every key of one lock, and
@@ -89,5 +97,7 @@
 // docs/keepalive.md, docs/waiting.md, docs/fencing.md, docs/failover.md
 // (topologies, failover, MinReplicas), docs/safety.md (what the
 // fault-injection tests found), docs/acl-tls.md, docs/benchmarks.md,
-// docs/cli.md and docs/migrating-from-bsm.md.
+// docs/cli.md, docs/semaphore.md, docs/rwmutex.md, docs/observability.md,
+// docs/migrating-from-bsm.md, and docs/ARCHITECTURE.md for where the code
+// lives.
 package redislock
