@@ -110,6 +110,20 @@ var (
 	ErrInvalidLimit = errors.New("redislock: invalid semaphore limit")
 )
 
+// Errors of leader election ([Client.Election]).
+var (
+	// ErrNoLeader is returned by [Election.Leader] when no campaigner leads
+	// the election: nobody was elected, the last leader resigned or its
+	// leadership expired, or a leader is handing over to the next.
+	ErrNoLeader = errors.New("redislock: no leader")
+
+	// ErrNotLeader is returned by [Leadership.Proclaim] when the leadership
+	// has ended: after [Leadership.Resign], or, together with [ErrLockLost],
+	// when it was lost (its keep-alive ended, or Redis found the election's
+	// key gone or held by another campaigner).
+	ErrNotLeader = errors.New("redislock: not the leader")
+)
+
 // CrossSlotError reports keys of one lock that a Redis Cluster keeps in
 // different hash slots. One Lua script can only touch keys of one slot, so
 // such a lock cannot be taken atomically; use a hash tag ("{job}:a",

@@ -31,6 +31,12 @@ var (
 	leaveSource string
 	//go:embed lua/inspect.lua
 	inspectSource string
+	//go:embed lua/election_leader.lua
+	electionLeaderSource string
+	//go:embed lua/election_proclaim.lua
+	electionProclaimSource string
+	//go:embed lua/election_resigned.lua
+	electionResignedSource string
 
 	obtainScript  = script.New(libSource, handoverSource, obtainSource)
 	refreshScript = script.New(libSource, refreshSource)
@@ -38,6 +44,10 @@ var (
 	ttlScript     = script.New(libSource, ttlSource)
 	leaveScript   = script.New(libSource, handoverSource, leaveSource)
 	inspectScript = script.New(inspectSource)
+
+	electionLeaderScript   = script.New(libSource, electionLeaderSource)
+	electionProclaimScript = script.New(libSource, electionProclaimSource)
+	electionResignedScript = script.New(electionResignedSource)
 )
 
 // The scripts of [RWMutex]: rwmutex_lib.lua holds their shared helpers and
