@@ -415,3 +415,76 @@ func killSubscribers(t *testing.T, rdb redis.UniversalClient, name string) int {
 	}
 	return killed
 }
+
+// A Resign whose request fails still ends the leadership locally (no
+// Proclaim, Done closed), and a later Resign releases the key, so the next
+// campaigner does not wait for the TTL.
+func TestElectionResignFails(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.Key(t, "election")
+		faulty := newFaultyClient(rdb)
+		a, err := redislock.New(faulty).Election(name).Campaign(ctx, "a", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		faulty.failNext(1, errTransient)
+		if err := a.Resign(ctx); !errors.Is(err, errTransient) {
+			t.Fatalf("Resign through a failing client: got %v, want the client's error", err)
+		}
+		<-a.Done()
+		if err := a.Proclaim(ctx, "still?"); !errors.Is(err, redislock.ErrNotLeader) {
+			t.Fatalf("Proclaim after a failed Resign: got %v, want ErrNotLeader", err)
+		}
+		if !mustExist(t, rdb, name) {
+			t.Fatal("the key is gone although the release failed")
+		}
+		if err := a.Resign(ctx); err != nil {
+			t.Fatalf("second Resign: %v", err)
+		}
+		if mustExist(t, rdb, name) {
+			t.Fatal("the key is still there after the second Resign")
+		}
+		if err := a.Resign(ctx); err != nil {
+			t.Fatalf("third Resign: got %v, want nil", err)
+		}
+	})
+}
+
+// Run resigns when fn returns, and passes fn's error on.
+func TestElectionRun(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.Key(t, "election")
+		e := redislock.New(rdb).Election(name)
+		boom := errors.New("boom")
+		var term int64
+		err := e.Run(ctx, "r", 10*time.Second, func(ctx context.Context, lead *redislock.Leadership) error {
+			term = lead.Term()
+			if info, err := e.Leader(ctx); err != nil || info.Term != term {
+				t.Errorf("Leader inside Run: %+v, %v; want term %d", info, err, term)
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("Run: got %v, want fn's error", err)
+		}
+		if _, err := e.Leader(ctx); !errors.Is(err, redislock.ErrNoLeader) {
+			t.Fatalf("Leader after Run: got %v, want ErrNoLeader", err)
+		}
+		// A leadership lost while fn runs cancels fn's context.
+		err = e.Run(ctx, "r", 10*time.Second, func(ctx context.Context, lead *redislock.Leadership) error {
+			if err := rdb.Del(context.Background(), name).Err(); err != nil {
+				t.Error(err)
+			}
+			if err := lead.Proclaim(context.Background(), "x"); !errors.Is(err, redislock.ErrLockLost) {
+				t.Errorf("Proclaim after the key was deleted: got %v, want ErrLockLost", err)
+			}
+			<-ctx.Done()
+			return context.Cause(ctx)
+		})
+		if !errors.Is(err, redislock.ErrLockLost) {
+			t.Fatalf("Run with a lost leadership: got %v, want ErrLockLost", err)
+		}
+	})
+}
