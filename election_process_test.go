@@ -230,11 +230,12 @@ func electionHelperMain(js string) int {
 		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", electionHelperEnv, js, err)
 		return 2
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
+	ctx := context.Background()
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin) // returns when the parent closes it or dies
-		stop()
+		// The run is over: leave at once, as a crash would (the keys
+		// expire by themselves), rather than wait for blocked campaigns.
+		os.Exit(0)
 	}()
 	redis.SetLogger(quietLog{})
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: spec.Addrs, MasterName: spec.Master, IsClusterMode: spec.Cluster})
