@@ -14,14 +14,14 @@ import (
 func ExampleElection_Campaign() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 
 	e := redislock.New(rdb).Election("example:scheduler")
 	lead, err := e.Campaign(ctx, "node-7", 10*time.Second) // blocks until elected
 	if err != nil {
 		log.Fatalln(err)
 	}
-	defer lead.Resign(ctx)
+	defer func() { _ = lead.Resign(ctx) }() // idempotent: a no-op after the Resign below
 
 	// Work under the leadership's context: it is cancelled, with
 	// ErrLockLost as its cause, if the leadership is lost.
@@ -55,7 +55,7 @@ func ExampleElection_Campaign() {
 func ExampleElection_Run() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 
 	e := redislock.New(rdb).Election("example:run")
 	err := e.Run(ctx, "node-1", 10*time.Second, func(ctx context.Context, lead *redislock.Leadership) error {
@@ -72,7 +72,7 @@ func ExampleElection_Observe() {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 
 	e := redislock.New(rdb).Election("example:observe")
 	events := e.Observe(ctx) // one goroutine, until ctx ends
