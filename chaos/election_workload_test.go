@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,51 +171,106 @@ func TestElectionFaults(t *testing.T) {
 		if k.name == "pause" || k.options != nil || k.believe != 0 {
 			continue
 		}
-		k.name = "election/" + k.name
 		kinds = append(kinds, k)
 	}
-	eachRun(t, kinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
+	eachRun(t, electionKinds(kinds), func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
 		srv := redistest.NewServer(t, redistest.Redis)
-		e := &env{t: t, sc: sc, server: srv}
-		for i := range sc.keys {
-			e.keys = append(e.keys, redistest.Key(t, "election"+strings.Repeat("x", i)))
-		}
+		e := &env{t: t, sc: sc, server: srv, keys: lockKeys(t, sc.keys)}
 		clients := e.newClients(func() redis.UniversalClient {
 			p := newProxy(t, srv.Addr())
 			e.proxies = append(e.proxies, p)
 			return redis.NewClient(clientOptions(p.Addr(), sc.ttl))
 		})
-		heal := func() {
+		runElectionKind(t, e, kind, clients, func() {
 			for _, p := range e.proxies {
 				p.heal()
 			}
-		}
-		e.h = chaos.NewHistory()
-		e.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 18)) //nolint:gosec // the schedule's choices, no secret
-		w := &electionWorkload{h: e.h, store: chaos.NewStore(e.h), names: e.keys, ttl: sc.ttl, writes: 4, work: sc.ttl / 20}
-		if kind.work > 0 {
-			w.work = kind.work
-		}
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			w.run(clients, stop)
-		}()
-		e.begin = time.Now()
-		func() {
-			defer func() {
-				heal()
-				close(stop)
-				<-done
-			}()
-			kind.schedule(e)
-		}()
-		rep := chaos.Check(e.h.Events())
-		netErrs := e.netErrs.n.Load()
-		results.add(kind.name, rep, netErrs)
-		t.Logf("%s: %d ops, %d leaderships, %d failed, %d network errors, %d overlaps, %d stale writes refused, %d accepted",
-			kind.name, rep.Ops, rep.Obtains, rep.Failed, netErrs, rep.Overlaps, rep.StaleRefused, rep.StaleAccepted)
-		checkReport(t, kind, rep, netErrs)
+		})
 	})
+}
+
+// TestElectionFaultsSentinel and TestElectionFaultsCluster run the election
+// workload under the Sentinel and Cluster fault kinds, as TestFaultsSentinel
+// and TestFaultsCluster run the lock workload.
+func TestElectionFaultsSentinel(t *testing.T) {
+	t.Parallel()
+	newSentinel := func(t *testing.T) *redistest.Sentinel { return redistest.NewSentinel(t, redistest.Redis) }
+	eachRun(t, electionKinds(sentinelKinds), newSentinel, func(t *testing.T, kind faultKind, sc scale, s *redistest.Sentinel, n int) {
+		e := &env{t: t, sc: sc, sentinel: s, keys: lockKeys(t, sc.keys)}
+		if n > 0 {
+			waitReplicaInSync(e)
+		}
+		clients := e.newClients(func() redis.UniversalClient {
+			o := s.Options()
+			o.Protocol, o.DisableIdentity = 2, true
+			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
+			o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize = true, 1, 4
+			return redis.NewFailoverClient(o)
+		})
+		runElectionKind(t, e, kind, clients, func() {})
+	})
+}
+
+func TestElectionFaultsCluster(t *testing.T) {
+	t.Parallel()
+	newCluster := func(t *testing.T) *redistest.Cluster { return redistest.NewCluster(t, redistest.Redis) }
+	eachRun(t, electionKinds(clusterKinds), newCluster, func(t *testing.T, kind faultKind, sc scale, c *redistest.Cluster, _ int) {
+		e := &env{t: t, sc: sc, cluster: c, keys: lockKeys(t, sc.keys)}
+		clients := e.newClients(func() redis.UniversalClient {
+			o := c.Options()
+			o.Protocol, o.DisableIdentity = 2, true
+			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
+			o.ContextTimeoutEnabled, o.PoolSize = true, 4
+			return redis.NewClusterClient(o)
+		})
+		runElectionKind(t, e, kind, clients, func() {})
+	})
+}
+
+// electionKinds returns kinds renamed "election/<kind>", without those
+// whose options the election does not take.
+func electionKinds(kinds []faultKind) []faultKind {
+	var out []faultKind
+	for _, k := range kinds {
+		if k.options != nil || k.believe != 0 || k.pause != nil {
+			continue
+		}
+		k.name = "election/" + k.name
+		out = append(out, k)
+	}
+	return out
+}
+
+// runElectionKind runs the election workload on clients (the elections are
+// e.keys) while kind's schedule runs, heals, checks the history, records
+// the report in the results table and fails the test as runKind does.
+func runElectionKind(t *testing.T, e *env, kind faultKind, clients []redislock.RedisClient, heal func()) {
+	t.Helper()
+	e.h = chaos.NewHistory()
+	e.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 18)) //nolint:gosec // the schedule's choices, no secret
+	w := &electionWorkload{h: e.h, store: chaos.NewStore(e.h), names: e.keys, ttl: e.sc.ttl, writes: 4, work: e.sc.ttl / 20}
+	if kind.work > 0 {
+		w.work = kind.work
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.run(clients, stop)
+	}()
+	e.begin = time.Now()
+	func() {
+		defer func() {
+			heal()
+			close(stop)
+			<-done
+		}()
+		kind.schedule(e)
+	}()
+	rep := chaos.Check(e.h.Events())
+	netErrs := e.netErrs.n.Load()
+	results.add(kind.name, rep, netErrs)
+	t.Logf("%s: %d ops, %d leaderships, %d failed, %d network errors, %d overlaps, %d stale writes refused, %d accepted",
+		kind.name, rep.Ops, rep.Obtains, rep.Failed, netErrs, rep.Overlaps, rep.StaleRefused, rep.StaleAccepted)
+	checkReport(t, kind, rep, netErrs)
 }
