@@ -12,7 +12,9 @@ func TestObserverUpdate(t *testing.T) {
 	}
 	none := func(term int64) leaderState { return leaderState{term: term} }
 	elected := func(term int64, v string) LeaderEvent { return LeaderEvent{Kind: LeaderElected, Term: term, Value: v} }
-	proclaimed := func(term int64, v string) LeaderEvent { return LeaderEvent{Kind: LeaderProclaimed, Term: term, Value: v} }
+	proclaimed := func(term int64, v string) LeaderEvent {
+		return LeaderEvent{Kind: LeaderProclaimed, Term: term, Value: v}
+	}
 	gone := func(term int64) LeaderEvent { return LeaderEvent{Kind: NoLeader, Term: term} }
 	tests := []struct {
 		name string
