@@ -613,7 +613,11 @@ type shardedSubscriber interface {
 // the current state.
 //
 // A client that has no Subscribe method (a [RedisClient] that only runs
-// scripts) is read once a second, without notifications. Redis errors are
+// scripts) is read once a second, without notifications. On a Redis
+// Cluster, notifications are sharded only between clients that [New] knows
+// as *redis.ClusterClient: a campaigner whose cluster client is wrapped
+// publishes with PUBLISH, which sharded observers do not hear; they see its
+// changes by their re-reads. Redis errors are
 // retried every 100 ms until ctx ends. With bad input (see [Client.Election])
 // or a nil ctx, the channel is closed at once.
 func (e *Election) Observe(ctx context.Context) <-chan LeaderEvent {
