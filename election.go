@@ -25,6 +25,11 @@ const (
 	// broken notification connection before it tries again.
 	observeRetry = 100 * time.Millisecond
 
+	// abandonTimeout bounds the clean-up of a Campaign that failed (see
+	// Election.abandon), so that a Redis that cannot be reached does not
+	// hold the caller long after its context ended.
+	abandonTimeout = 250 * time.Millisecond
+
 	// campaignRound is how long one obtain of a Campaign whose context has
 	// no deadline waits before it starts again (the lock's wait is bounded
 	// by its TTL when the context has no deadline; a campaign is not).
@@ -119,10 +124,13 @@ func (e *Election) publishFlag() string {
 //   - a Redis error that is not transient (NOPERM, a closed client).
 //
 // Transient Redis errors (lost connections, failovers) are retried until
-// ctx ends. When a failure leaves it unknown whether the last attempt took
-// the key (its reply was lost), Campaign deletes the key if it holds it,
-// with one more script call; if Redis cannot be reached, the key expires
-// after ttl.
+// ctx ends. Because a failure can leave it unknown whether the last
+// attempt took the key (its reply was lost), a failed Campaign deletes the
+// key if its token holds it, with one more script call, bounded by 250 ms
+// after ctx ended; if Redis cannot be reached then, the key expires after
+// ttl. Cancelling ctx ends a waiting Campaign at once, except for the one
+// campaigner per client that blocks on Redis (see [WaitForRelease]), which
+// notices within its block (at most about 1 s).
 func (e *Election) Campaign(ctx context.Context, value string, ttl time.Duration) (*Leadership, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, err
@@ -197,14 +205,17 @@ func (e *Election) elected(ctx context.Context, lock *Lock, value string, ttl ti
 	return &Leadership{election: e, lock: lock, keepAlive: ka, value: value}, nil
 }
 
-// abandon deletes the election key if token holds it: after a failure whose
-// outcome is unknown. Best effort, bounded like a Release.
+// abandon deletes the election key if token holds it, in case the last
+// attempt of a Campaign that failed took it while its reply was lost. Best
+// effort, one script call bounded by abandonTimeout even when ctx has ended.
 func (e *Election) abandon(ctx context.Context, token string) {
 	l, err := e.client.Attach([]string{e.name}, token, 0)
 	if err != nil {
 		return
 	}
-	_ = l.Release(ctx) // ErrLockNotHeld is the usual outcome: nothing was taken
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
+	defer cancel()
+	_ = l.Release(actx) // ErrLockNotHeld is the usual outcome: nothing was taken
 }
 
 // LeaderInfo describes the current leader of an election.

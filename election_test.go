@@ -403,3 +403,55 @@ func TestElectionRun(t *testing.T) {
 		}
 	})
 }
+
+// lostObtainReply runs the first script that Redis executes (the obtain of
+// a Campaign), then ends the caller's context and loses the reply: the
+// ambiguous failure after which the key may be held.
+type lostObtainReply struct {
+	redis.Scripter
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	done   bool
+}
+
+func (c *lostObtainReply) lose(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done || (cmd.Err() != nil && strings.HasPrefix(cmd.Err().Error(), "NOSCRIPT")) {
+		return cmd
+	}
+	c.done = true
+	c.cancel()
+	lost := redis.NewCmd(ctx)
+	lost.SetErr(errTransient)
+	return lost
+}
+
+func (c *lostObtainReply) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	return c.lose(ctx, c.Scripter.EvalSha(ctx, sha, keys, args...))
+}
+
+func (c *lostObtainReply) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return c.lose(ctx, c.Scripter.Eval(ctx, script, keys, args...))
+}
+
+// A Campaign that fails after its obtain took the key (the reply was lost
+// and the context ended) deletes the key: it leaves nothing behind.
+func TestElectionCampaignLostReply(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		name := redistest.Key(t, "election")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		c := &lostObtainReply{Scripter: rdb, cancel: cancel}
+		_, err := redislock.New(c).Election(name).Campaign(ctx, "a", time.Minute)
+		if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Campaign: got %v, want ErrNotObtained and context.Canceled", err)
+		}
+		if !c.done {
+			t.Fatal("no reply was lost")
+		}
+		if mustExist(t, rdb, name) {
+			t.Fatalf("the failed Campaign left its key: %q", mustGet(t, rdb, name))
+		}
+	})
+}
