@@ -58,7 +58,7 @@ func ExampleElection_Run() {
 	defer func() { _ = rdb.Close() }()
 
 	e := redislock.New(rdb).Election("example:run")
-	err := e.Run(ctx, "node-1", 10*time.Second, func(ctx context.Context, lead *redislock.Leadership) error {
+	err := e.Run(ctx, "node-1", 10*time.Second, func(_ context.Context, lead *redislock.Leadership) error {
 		fmt.Println("leading as", lead.Value())
 		return nil // Run resigns when fn returns
 	})
