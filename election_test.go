@@ -455,3 +455,30 @@ func TestElectionCampaignLostReply(t *testing.T) {
 		}
 	})
 }
+
+// Terms increase across leaders even when the term counter is lost (a
+// restart without persistence, a failover before replication).
+func TestElectionTermAfterCounterLoss(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := redistest.Key(t, "election")
+		e := redislock.New(rdb).Election(name)
+		var last int64
+		for i := range 3 {
+			lead, err := e.Campaign(ctx, "v", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lead.Term() <= last {
+				t.Fatalf("leadership %d: term %d after %d", i, lead.Term(), last)
+			}
+			last = lead.Term()
+			if err := lead.Resign(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := rdb.Del(ctx, name+":redislock:term").Result(); err != nil || n != 1 {
+				t.Fatalf("DEL of the term counter: %d, %v; want 1 key deleted", n, err)
+			}
+		}
+	})
+}
