@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redislock/redislock/internal/keyslot"
 	"github.com/redislock/redislock/internal/script"
 )
 
@@ -53,9 +54,9 @@ type Election struct {
 
 // Election returns the election on name. The leader holds name as a lock
 // key; the election also uses a term counter and a channel in name's hash
-// slot ("{name}:redislock:term", "{name}:redislock:leader", or, when name
-// has a hash tag, name with those suffixes), and the wait queue of
-// [WaitForRelease] while campaigners wait. It sends nothing. An empty name,
+// slot ("name:redislock:term" and "name:redislock:leader" when name has a
+// hash tag, "{name}:redislock:term:untagged" and so on when it has none),
+// and the wait queue of [WaitForRelease] while campaigners wait. It sends nothing. An empty name,
 // or one that contains "}" without a hash tag, makes every method fail with
 // [ErrInvalidKey] (and Observe's channel close at once); a nil Client makes
 // them fail with [ErrNilClient].
@@ -69,16 +70,19 @@ func (c *Client) Election(name string) *Election {
 		e.err = fmt.Errorf("%w: empty election name", ErrInvalidKey)
 		return e
 	}
-	base := name
-	if !hasHashTag(name) {
+	// As the wait queues of WaitForRelease are named (internal/handoff): a
+	// name without hash tag is put in braces, which keeps its slot, and
+	// marked, so that "job" and "{job}" do not share a counter.
+	base, mark := name, ""
+	if !keyslot.HasTag(name) {
 		if strings.IndexByte(name, '}') >= 0 {
 			e.err = fmt.Errorf("%w: election name %q contains \"}\" without a hash tag", ErrInvalidKey, name)
 			return e
 		}
-		base = "{" + name + "}"
+		base, mark = "{"+name+"}", ":untagged"
 	}
-	e.termKey = base + ":redislock:term"
-	e.channel = base + ":redislock:leader"
+	e.termKey = base + ":redislock:term" + mark
+	e.channel = base + ":redislock:leader" + mark
 	e.sharded = c.cluster
 	return e
 }
