@@ -35,6 +35,98 @@ func electionWaitQueues(name string) []string {
 	return []string{q, q + ":untagged"}
 }
 
+func TestElectionCampaignResign(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		name := electionName(t)
+		e := redislock.New(rdb).Election(name)
+
+		if _, err := e.Leader(ctx); !errors.Is(err, redislock.ErrNoLeader) {
+			t.Fatalf("Leader before any campaign: got %v, want ErrNoLeader", err)
+		}
+		a, err := e.Campaign(ctx, "a", 10*time.Second)
+		if err != nil {
+			t.Fatalf("Campaign a: %v", err)
+		}
+		info, err := e.Leader(ctx)
+		if err != nil || info.Value != "a" || info.Term != a.Term() || info.TTL <= 0 {
+			t.Fatalf("Leader: got %+v, %v; want value a, term %d, a TTL", info, err, a.Term())
+		}
+
+		// b waits in line; a's Resign hands over to it.
+		type result struct {
+			lead *redislock.Leadership
+			err  error
+		}
+		bc := make(chan result, 1)
+		go func() {
+			l, err := e.Campaign(ctx, "b", 10*time.Second)
+			bc <- result{l, err}
+		}()
+		waitForWaiter(t, rdb, e)
+		if err := a.Resign(ctx); err != nil {
+			t.Fatalf("Resign a: %v", err)
+		}
+		select {
+		case <-a.Done():
+		default:
+			t.Fatal("a.Done() is not closed after Resign")
+		}
+		if !errors.Is(a.Err(), redislock.ErrKeepAliveStopped) {
+			t.Fatalf("a.Err() after Resign: got %v, want ErrKeepAliveStopped", a.Err())
+		}
+		if err := a.Resign(ctx); err != nil {
+			t.Fatalf("second Resign: got %v, want nil (idempotent)", err)
+		}
+		r := <-bc
+		if r.err != nil {
+			t.Fatalf("Campaign b: %v", r.err)
+		}
+		b := r.lead
+		if b.Term() <= a.Term() {
+			t.Fatalf("terms: a %d, b %d; want b's greater", a.Term(), b.Term())
+		}
+		if err := a.Proclaim(ctx, "a again"); !errors.Is(err, redislock.ErrNotLeader) {
+			t.Fatalf("Proclaim after Resign: got %v, want ErrNotLeader", err)
+		}
+		if err := b.Proclaim(ctx, "b v2"); err != nil {
+			t.Fatalf("Proclaim b: %v", err)
+		}
+		if info, err := e.Leader(ctx); err != nil || info.Value != "b v2" || info.Term != b.Term() {
+			t.Fatalf("Leader after Proclaim: got %+v, %v; want b v2 at term %d", info, err, b.Term())
+		}
+		if got := b.Value(); got != "b v2" {
+			t.Fatalf("b.Value(): got %q, want %q", got, "b v2")
+		}
+
+		// A campaign that gives up leaves nothing: b's Resign then deletes
+		// the key at once instead of reserving it for a waiter.
+		cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_, err = e.Campaign(cctx, "c", 10*time.Second)
+		cancel()
+		if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Campaign with a short deadline: got %v, want ErrNotObtained and DeadlineExceeded", err)
+		}
+		if err := b.Resign(ctx); err != nil {
+			t.Fatalf("Resign b: %v", err)
+		}
+		if mustExist(t, rdb, name) {
+			t.Fatalf("key %s exists after the last leader resigned (got %q): the failed campaign left a registration", name, mustGet(t, rdb, name))
+		}
+		if _, err := e.Leader(ctx); !errors.Is(err, redislock.ErrNoLeader) {
+			t.Fatalf("Leader after Resign: got %v, want ErrNoLeader", err)
+		}
+		c, err := e.Campaign(ctx, "c", 10*time.Second)
+		if err != nil {
+			t.Fatalf("Campaign c: %v", err)
+		}
+		if c.Term() <= b.Term() {
+			t.Fatalf("terms: b %d, c %d; want c's greater", b.Term(), c.Term())
+		}
+		_ = c.Resign(ctx)
+	})
+}
+
 // waitForWaiter returns once a campaigner waits in line for e: its key
 // then has a wait queue. It polls Redis, which is the only place that
 // knows.
