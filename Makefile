@@ -83,6 +83,11 @@ bench-contention: deps
 	$(GO) run . -contention "$$mode" -contention-duration "$${REDISLOCK_CONTENTION_DURATION:-3s}" \
 		-contention-out "$${REDISLOCK_CONTENTION_OUT:-}" -addr "$${REDISLOCK_CONTENTION_ADDR:-}"
 
+## soak: the multi-process soak of WaitForRelease (8 processes, crashes, SCRIPT FLUSH) for a minute; make test runs 8 s of it
+.PHONY: soak
+soak: deps
+	$(GO) test -race -count=1 -run '^TestSoakProcesses$$' -soak.long -v .
+
 ## chaos: the long fault schedules and the full load test (minutes), then the results table
 chaos: deps
 	cd chaos && $(GO) test -race -count=1 -timeout 60m -chaos.long

@@ -81,6 +81,8 @@
 // permit a lease of its own; [Client.RWMutex] gives many readers or one
 // writer, writers never starved by a stream of readers. Their handles have
 // the methods, options and errors of [Lock]; they wait by polling for now.
+// [Client.Election] elects one leader among campaigners, with a [Leadership]
+// whose term fences and an Observe that reports every change.
 // [Client.AddHook] reports what the locks do, for metrics and traces.
 //
 // # Redis Cluster
@@ -97,7 +99,8 @@
 // docs/keepalive.md, docs/waiting.md, docs/fencing.md, docs/failover.md
 // (topologies, failover, MinReplicas), docs/safety.md (what the
 // fault-injection tests found), docs/acl-tls.md, docs/benchmarks.md,
-// docs/cli.md, docs/semaphore.md, docs/rwmutex.md, docs/observability.md,
+// docs/cli.md, docs/semaphore.md, docs/rwmutex.md, docs/election.md,
+// docs/observability.md,
 // docs/migrating-from-bsm.md, and docs/ARCHITECTURE.md for where the code
 // lives.
 package redislock
