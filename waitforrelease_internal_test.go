@@ -119,3 +119,95 @@ func TestWaitForReleaseStrategy(t *testing.T) {
 		}
 	}
 }
+
+// A waiter whose registration a handover marked, and which sleeps in its
+// group meanwhile, stays registered when a handover finds only marks: the
+// member that leads before it renews its registration as it passes the
+// lead on, and a release while it blocks wakes it. (Dropping the marks
+// there left it to block unregistered, and a release that found the
+// queue empty deleted the key without a wake-up:
+// TestWaitForReleaseStress failed about once in 45 runs.) The sequence
+// is driven script by script on a real server; the BLMOVEs of the
+// blocked waiters are LMOVEs here.
+func TestWaitMarkedSleeperStaysRegistered(t *testing.T) {
+	srv := redistest.SharedServer(t, redistest.Redis)
+	ctx := context.Background()
+	rdb := srv.Client(t)
+	key := redistest.Key(t, "lock")
+	c, _ := handoff.Companions([]string{key})
+	queue, wake := c[1], c[2]
+	grants := func(id string) string { g, _ := handoff.GrantList(key, id); return g }
+	// obtain runs obtain.lua for the waiter id (no waiter when id is
+	// ""), with next as the successor; it reports whether it obtained.
+	obtain := func(token, id, next string) bool {
+		t.Helper()
+		keys := []string{key}
+		args := []any{token, "", 60000, "0"}
+		if id != "" {
+			keys = append(keys, queue, wake, grants(id))
+			args = append(args, id, handoff.RegistrationArg, handoff.ReservationArg, next, 1)
+		}
+		v, err := obtainScript.Run(ctx, rdb, keys, args...).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := v.(int64)
+		return ok
+	}
+	release := func(token string) {
+		t.Helper()
+		if err := releaseScript.Run(ctx, rdb, []string{key, queue, wake}, token, handoff.ReservationArg).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// take is a blocked waiter's BLMOVE served: the first wake-up goes
+	// to its grant list.
+	take := func(id string) {
+		t.Helper()
+		if err := rdb.LMove(ctx, wake, grants(id), "LEFT", "LEFT").Err(); err != nil {
+			t.Fatalf("no wake-up for %s: %v", id, err)
+		}
+	}
+
+	if !obtain("h", "", "") {
+		t.Fatal("h did not obtain the free key")
+	}
+	// B registers first and sleeps in the group that A leads; X and Y
+	// block on other connections before A (Redis serves them first).
+	for _, id := range []string{"B", "A", "X", "Y"} {
+		if obtain(id, id, "") {
+			t.Fatalf("%s obtained a held key", id)
+		}
+	}
+	release("h") // marks B; X takes the grant
+	take("X")
+	if !obtain("X", "X", "") {
+		t.Fatal("X did not obtain with its grant")
+	}
+	release("X") // marks A; Y takes the grant
+	take("Y")
+	if !obtain("Y", "Y", "") {
+		t.Fatal("Y did not obtain with its grant")
+	}
+	release("Y") // only marks: the key is deleted, A is woken
+	take("A")
+	if !obtain("A", "A", "B") {
+		t.Fatal("A did not obtain the free key")
+	}
+	if err := rdb.ZScore(ctx, queue, "B").Err(); err != nil {
+		t.Fatalf("B, asleep and alive, is no longer registered when it takes the lead: %v", err)
+	}
+	// B blocks; the wake-ups left on the list have expired meanwhile.
+	rdb.Del(ctx, wake)
+	release("A")
+	take("B")
+	if !obtain("B", "B", "") {
+		t.Fatal("B did not obtain with its wake-up")
+	}
+	release("B")
+	for _, k := range []string{key, queue, grants("B")} {
+		if n := rdb.Exists(ctx, k).Val(); n != 0 {
+			t.Errorf("%s left behind", k)
+		}
+	}
+}

@@ -26,11 +26,16 @@
 --
 -- The client blocked longest is normally the waiter whose registration is
 -- the oldest live one (the lowest positive score): that registration is
--- marked, its score set to minus the server time. Its waiter renews it when
--- it attempts again, and leaves the queue when it takes the grant. A mark
--- does not count as a waiter: when a handover finds only marks, it deletes
--- the key and drops them, pushing for each a wake-up without reservation
--- ("~free") onto the wake list. A waiter that died registered thus costs
+-- marked, its score negated (a mark lapses when the registration would
+-- have). Its waiter renews it when it attempts again, and leaves the queue
+-- when it takes the grant. A mark does not count as a waiter: when a
+-- handover finds only marks, it deletes the key and pushes for each a
+-- wake-up without reservation ("~free") onto the wake list. It keeps the
+-- marks until they lapse: their waiters may be alive and asleep in their
+-- group, and the member that leads before them renews their registration
+-- as it passes the lead on (obtain.lua, leave.lua) only if they still have
+-- one; dropped, a waiter would block unregistered, and a release that
+-- finds the queue empty wakes no one. A waiter that died registered thus costs
 -- one reservation with no taker. A marked waiter may also be alive and
 -- blocked (Redis's order of blocked clients and the order of registrations
 -- differ by the instant between a registration and its block): its
@@ -40,10 +45,13 @@
 local function handover(key, queue, wake, reserve, tag)
   local t = redis.call("TIME")
   local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call("ZREMRANGEBYSCORE", queue, 0, string.format("%.0f", ms))
-  local first = redis.call("ZRANGE", queue, 0, "+inf", "BYSCORE", "LIMIT", 0, 1)[1]
-  if not first then
-    local marked = redis.call("ZREMRANGEBYSCORE", queue, "-inf", "(0")
+  local now = string.format("%.0f", ms)
+  -- Lapsed registrations (scores in (0, now]) and lapsed marks (in
+  -- [-now, 0)), in one command.
+  redis.call("ZREMRANGEBYSCORE", queue, "-" .. now, now)
+  local first = redis.call("ZRANGE", queue, 0, "+inf", "BYSCORE", "LIMIT", 0, 1, "WITHSCORES")
+  if not first[1] then
+    local marked = redis.call("ZCARD", queue)
     redis.call("DEL", key, wake)
     for _ = 1, math.min(marked, 16) do
       redis.call("RPUSH", wake, "~free")
@@ -53,7 +61,7 @@ local function handover(key, queue, wake, reserve, tag)
     end
     return 0
   end
-  redis.call("ZADD", queue, "XX", string.format("%.0f", -ms), first)
+  redis.call("ZADD", queue, "XX", "-" .. first[2], first[1])
   local grant = "~" .. t[1] .. string.format("%06d", tonumber(t[2])) .. "." .. tag
   redis.call("SET", key, owner(grant) .. "0:", "PX", reserve)
   redis.call("DEL", wake)

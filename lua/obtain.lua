@@ -41,8 +41,8 @@
 --   another waiter's grant, else 0. The waiter is then registered in the
 --   queue of key i only (removed from the others) until ARGV[6] ms from
 --   now; a grant it could not use (another key is held) is handed over to
---   the next waiter of its key. Lapsed registrations of that queue (not
---   the marks of handovers, see handover.lua) are dropped first. When obtained, the waiter is removed from every queue (and
+--   the next waiter of its key. Lapsed registrations and lapsed marks
+--   of that queue (see handover.lua) are dropped first. When obtained, the waiter is removed from every queue (and
 --   ARGV[8] renewed). Either way its grant list is emptied.
 --
 -- Fence tokens: a new acquisition sets the counter to
@@ -104,10 +104,11 @@ if blocked then
   for i = 1, n do
     redis.call("ZREM", KEYS[f + i], waiter)
   end
-  -- Lapsed registrations; marks (negative scores) are left to the next
-  -- handover: their waiters may be blocked, and it wakes them (see
-  -- handover.lua).
-  redis.call("ZREMRANGEBYSCORE", KEYS[f + blocker], 0, string.format("%.0f", now))
+  -- Lapsed registrations (scores in (0, now]) and lapsed marks of
+  -- handovers (in [-now, 0), see handover.lua); live marks stay: their
+  -- waiters may be blocked, and the next handover wakes them.
+  local lapsed = string.format("%.0f", now)
+  redis.call("ZREMRANGEBYSCORE", KEYS[f + blocker], "-" .. lapsed, lapsed)
   redis.call("ZADD", KEYS[f + blocker], string.format("%.0f", now + tonumber(ARGV[6])), waiter)
   redis.call("PEXPIRE", KEYS[f + blocker], ARGV[6])
   if granted then
