@@ -14,7 +14,7 @@
 --   tag      text that keeps the grants of one script apart (the key's index).
 --
 -- Registrations that have lapsed (waiters that died or left without a
--- word) are dropped. When live waiters remain, the key is handed over: it becomes a reservation, the
+-- word) do not count; the next registration drops them. When live waiters remain, the key is handed over: it becomes a reservation, the
 -- plain string "<#grant>:<grant>:0:" (so that every client, bsm/redislock
 -- included, sees it held) that expires after reserve ms, and the grant "~<server time in µs>.<tag>" is pushed onto the emptied
 -- wake list. Redis moves it to the grant list of the client that has been
@@ -47,11 +47,11 @@ local function handover(key, queue, wake, reserve, tag)
   local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local now = string.format("%.0f", ms)
   -- Lapsed registrations (scores in (0, now]) and lapsed marks (in
-  -- [-now, 0)), in one command.
-  redis.call("ZREMRANGEBYSCORE", queue, "-" .. now, now)
-  local first = redis.call("ZRANGE", queue, 0, "+inf", "BYSCORE", "LIMIT", 0, 1, "WITHSCORES")
+  -- [-now, 0)) are passed over here, and dropped by the next registration
+  -- (obtain.lua) or with the queue.
+  local first = redis.call("ZRANGE", queue, "(" .. now, "+inf", "BYSCORE", "LIMIT", 0, 1, "WITHSCORES")
   if not first[1] then
-    local marked = redis.call("ZCARD", queue)
+    local marked = redis.call("ZCOUNT", queue, "-inf", "(-" .. now)
     redis.call("DEL", key, wake)
     for _ = 1, math.min(marked, 16) do
       redis.call("RPUSH", wake, "~free")

@@ -9,6 +9,9 @@
 -- KEYS[f+n+1..f+2n]   the wake-up list of each lock key.
 -- KEYS[f+2n+1]        the waiter's own grant list: a grant the waiter was
 --                     woken with (moved there by BLMOVE) is taken from it.
+--                     A registration leaves it holding the placeholder "~"
+--                     with a TTL of twice ARGV[6], so that BLMOVE pushes
+--                     onto a list that expires by itself.
 --
 -- ARGV[1]     the token.
 -- ARGV[2]     the metadata.
@@ -43,7 +46,8 @@
 --   now; a grant it could not use (another key is held) is handed over to
 --   the next waiter of its key. Lapsed registrations and lapsed marks
 --   of that queue (see handover.lua) are dropped first. When obtained, the waiter is removed from every queue (and
---   ARGV[8] renewed). Either way its grant list is emptied.
+--   ARGV[8] renewed). When registered, its grant list holds only
+--   the placeholder; when obtained (or on error), it is deleted.
 --
 -- Fence tokens: a new acquisition sets the counter to
 -- max(counter + 1, server TIME in microseconds), so tokens strictly increase
@@ -64,10 +68,15 @@ local f = n
 if fenced then f = n + 1 end
 
 local prefix = owner(token)
-local grant = ""
+-- The grant list holds a placeholder, "~", pushed and given a TTL by the
+-- waiter's registration, so that the BLMOVE that follows pushes a grant
+-- onto a list that expires by itself, whatever becomes of the waiter. Its
+-- head is the grant, if one came.
+local grants = KEYS[f + 2 * n + 1]
+local head, grant = false, ""
 if waiter then
-  grant = redis.call("LPOP", KEYS[f + 2 * n + 1]) or ""
-  if grant ~= "" then redis.call("DEL", KEYS[f + 2 * n + 1]) end
+  head = redis.call("LINDEX", grants, 0)
+  if head and head ~= "~" then grant = head end
 end
 local gprefix = owner(grant)
 local owned, kept, blocked, wait = 0, nil, false, 0
@@ -101,8 +110,9 @@ if blocked then
   if not waiter then return code end
   local t = redis.call("TIME")
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  -- The ZADD below replaces the registration in the queue of the blocker.
   for i = 1, n do
-    redis.call("ZREM", KEYS[f + i], waiter)
+    if i ~= blocker then redis.call("ZREM", KEYS[f + i], waiter) end
   end
   -- Lapsed registrations (scores in (0, now]) and lapsed marks of
   -- handovers (in [-now, 0), see handover.lua); live marks stay: their
@@ -111,6 +121,12 @@ if blocked then
   redis.call("ZREMRANGEBYSCORE", KEYS[f + blocker], "-" .. lapsed, lapsed)
   redis.call("ZADD", KEYS[f + blocker], string.format("%.0f", now + tonumber(ARGV[6])), waiter)
   redis.call("PEXPIRE", KEYS[f + blocker], ARGV[6])
+  -- The placeholder outlives the next block: a waiter attempts at least
+  -- every half registration, and blocks for at most a second plus a
+  -- server tick.
+  if grant ~= "" then redis.call("DEL", grants) end
+  if grant ~= "" or not head then redis.call("RPUSH", grants, "~") end
+  redis.call("PEXPIRE", grants, 2 * tonumber(ARGV[6]))
   if granted then
     handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
   end
@@ -134,6 +150,7 @@ if fenced then
     -- next token wrong, so they are refused and the counter left alone.
     local cur = redis.call("GET", KEYS[n + 1]) or "0"
     if not string.match(cur, "^%d+$") or tonumber(cur) >= 9007199254740992 then
+      if head then redis.call("DEL", grants) end
       if granted then
         handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
       end
@@ -154,6 +171,7 @@ for i = 1, n do
   redis.call("SET", KEYS[i], value, "PX", ttl)
 end
 if waiter then
+  if head then redis.call("DEL", grants) end
   for i = 1, n do
     redis.call("ZREM", KEYS[f + i], waiter)
   end

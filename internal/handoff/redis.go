@@ -61,10 +61,9 @@ func (c *redisConn) attempt(ctx context.Context, keys []string, args []any) (any
 func (c *redisConn) blockAndAttempt(ctx context.Context, list, grants string, d time.Duration, keys []string, args []any) (any, error, error) {
 	p := c.pipe.Pipeline()
 	move := p.Do(ctx, "blmove", list, grants, "left", "left", strconv.FormatFloat(d.Seconds(), 'f', 3, 64))
-	// BLMOVE creates the grant list without a TTL; this runs right after it
-	// on the server, whatever becomes of this process, so that a grant it
-	// never takes does not stay in Redis.
-	p.Do(ctx, "pexpire", grants, ReservationArg)
+	// The grant list exists with a TTL (the registration that preceded the
+	// block left a placeholder in it, see lua/obtain.lua), which BLMOVE
+	// keeps: a grant this process never takes expires with it.
 	eval := c.obtain.Queue(ctx, p, keys, args...)
 	_, _ = p.Exec(ctx)
 	moveErr := move.Err()
