@@ -51,9 +51,10 @@ local function handover(key, queue, wake, reserve, tag)
   -- (obtain.lua) or with the queue.
   local first = redis.call("ZRANGE", queue, "(" .. now, "+inf", "BYSCORE", "LIMIT", 0, 1, "WITHSCORES")
   if not first[1] then
-    local marked = redis.call("ZCOUNT", queue, "-inf", "(-" .. now)
+    -- Live marks: scores below -now (at most 16 wake-ups).
+    local marked = #redis.call("ZRANGE", queue, "(-" .. now, "-inf", "BYSCORE", "REV", "LIMIT", 0, 16)
     redis.call("DEL", key, wake)
-    for _ = 1, math.min(marked, 16) do
+    for _ = 1, marked do
       redis.call("RPUSH", wake, "~free")
     end
     if marked > 0 then

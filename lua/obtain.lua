@@ -71,12 +71,12 @@ local prefix = owner(token)
 -- The grant list holds a placeholder, "~", pushed and given a TTL by the
 -- waiter's registration, so that the BLMOVE that follows pushes a grant
 -- onto a list that expires by itself, whatever becomes of the waiter. Its
--- head is the grant, if one came.
+-- head is the grant, if one came; it is taken whole (and so deleted).
 local grants = KEYS[f + 2 * n + 1]
-local head, grant = false, ""
+local grant = ""
 if waiter then
-  head = redis.call("LINDEX", grants, 0)
-  if head and head ~= "~" then grant = head end
+  local got = redis.call("LPOP", grants, 2)
+  if got and got[1] ~= "~" then grant = got[1] end
 end
 local gprefix = owner(grant)
 local owned, kept, blocked, wait = 0, nil, false, 0
@@ -124,8 +124,7 @@ if blocked then
   -- The placeholder outlives the next block: a waiter attempts at least
   -- every half registration, and blocks for at most a second plus a
   -- server tick.
-  if grant ~= "" then redis.call("DEL", grants) end
-  if grant ~= "" or not head then redis.call("RPUSH", grants, "~") end
+  redis.call("RPUSH", grants, "~")
   redis.call("PEXPIRE", grants, 2 * tonumber(ARGV[6]))
   if granted then
     handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
@@ -150,7 +149,6 @@ if fenced then
     -- next token wrong, so they are refused and the counter left alone.
     local cur = redis.call("GET", KEYS[n + 1]) or "0"
     if not string.match(cur, "^%d+$") or tonumber(cur) >= 9007199254740992 then
-      if head then redis.call("DEL", grants) end
       if granted then
         handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
       end
@@ -171,7 +169,6 @@ for i = 1, n do
   redis.call("SET", KEYS[i], value, "PX", ttl)
 end
 if waiter then
-  if head then redis.call("DEL", grants) end
   for i = 1, n do
     redis.call("ZREM", KEYS[f + i], waiter)
   end
