@@ -22,15 +22,20 @@
 // in ms; i the 1-based index of that key; reserved 1 when that key is
 // reserved for another waiter's grant. A failed attempt registers the
 // waiter in key i's queue; an obtaining one removes it from every queue.
+// The grant list: every attempt takes it whole (LPOP of two: a grant that
+// BLMOVE pushed at its head, then the placeholder "~"), and a failed one
+// leaves the placeholder in it with a TTL longer than the next block
+// (obtain.lua: twice the registration's life), so that BLMOVE pushes onto a
+// list that expires by itself whatever becomes of the waiter.
 // A script called without the waiter's part is a plain attempt, replying
 // the integer alone.
 //
 // # What a wait does
 //
 // [Registry.Wait] is a small state machine: attempting (one script call),
-// blocking (BLMOVE from the wake-up list to the grant list, PEXPIRE of the
-// grant list and the attempt, in one pipeline: Redis runs the attempt as
-// soon as a release serves the block), sleeping (in the group of goroutines
+// blocking (BLMOVE from the wake-up list to the grant list and the
+// attempt, in one pipeline: Redis runs the attempt as soon as a release
+// serves the block), sleeping (in the group of goroutines
 // of this process that wait for the key through one client, until the
 // group's lead passes to it, the holder can have expired, or the deadline),
 // pausing (after a transient error) and polling (a client without
