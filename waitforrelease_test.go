@@ -1184,8 +1184,10 @@ func TestWaitForReleaseDeadlineAtLowHz(t *testing.T) {
 		}
 		for _, wait := range []time.Duration{150 * time.Millisecond, 300 * time.Millisecond, 1500 * time.Millisecond} {
 			rdb := redis.NewClient(srv.Options()) // a client new to the server: it reads hz afresh
-			wctx, cancel := context.WithTimeout(ctx, wait)
+			// Read before the deadline is set, so that a wait ended by it
+			// never measures less than wait.
 			start := time.Now()
+			wctx, cancel := context.WithTimeout(ctx, wait)
 			_, err := redislock.Obtain(wctx, rdb, key, time.Minute, waitOpt())
 			took := time.Since(start)
 			cancel()
