@@ -538,9 +538,9 @@ func TestWaitForReleaseContext(t *testing.T) {
 
 		t.Run("deadline", func(t *testing.T) {
 			const wait = 300 * time.Millisecond
+			start := time.Now() // before the deadline is set: took >= wait
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
-			start := time.Now()
 			_, err := redislock.Obtain(ctx, env.newClient(clientName("deadline")), key, time.Minute, waitOpt())
 			if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("got %v, want ErrNotObtained and DeadlineExceeded", err)
