@@ -1,4 +1,4 @@
--- handover.lua: the function that passes a lock key to the next waiter.
+-- handover.lua: the functions that pass a lock key (or a permit) to the next waiter.
 -- It is not a script of its own: scripts.go prepends it to obtain.lua,
 -- release.lua and leave.lua, which call it for keys they may give away.
 --
@@ -41,8 +41,14 @@
 -- differ by the instant between a registration and its block): its
 -- wake-up reaches it at once, and it finds the key free.
 --
--- Returns 1 when the key was handed over, 0 when it was deleted.
-local function handover(key, queue, wake, reserve, tag)
+-- pass(queue, wake, reserve, tag, key) is handover() without the
+-- reservation, for a primitive whose reservation is not the lock key (a
+-- permit slot, say): it marks the oldest live registration, empties the
+-- wake list, pushes a grant onto it with a TTL of reserve ms, and returns
+-- the grant, for the caller to reserve what it hands over to it. With no
+-- live waiter it deletes the wake list (and key, when given), pushes the
+-- marks' wake-ups, and returns nil.
+local function pass(queue, wake, reserve, tag, key)
   local t = redis.call("TIME")
   local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local now = string.format("%.0f", ms)
@@ -53,20 +59,27 @@ local function handover(key, queue, wake, reserve, tag)
   if not first[1] then
     -- Live marks: scores below -now (at most 16 wake-ups).
     local marked = #redis.call("ZRANGE", queue, "(-" .. now, "-inf", "BYSCORE", "REV", "LIMIT", 0, 16)
-    redis.call("DEL", key, wake)
+    if key then redis.call("DEL", key, wake) else redis.call("DEL", wake) end
     for _ = 1, marked do
       redis.call("RPUSH", wake, "~free")
     end
     if marked > 0 then
       redis.call("PEXPIRE", wake, reserve)
     end
-    return 0
+    return nil
   end
   redis.call("ZADD", queue, "XX", "-" .. first[2], first[1])
   local grant = "~" .. t[1] .. string.format("%06d", tonumber(t[2])) .. "." .. tag
-  redis.call("SET", key, owner(grant) .. "0:", "PX", reserve)
   redis.call("DEL", wake)
   redis.call("RPUSH", wake, grant)
   redis.call("PEXPIRE", wake, reserve)
+  return grant
+end
+
+-- Returns 1 when the key was handed over, 0 when it was deleted.
+local function handover(key, queue, wake, reserve, tag)
+  local grant = pass(queue, wake, reserve, tag, key)
+  if not grant then return 0 end
+  redis.call("SET", key, owner(grant) .. "0:", "PX", reserve)
   return 1
 end
