@@ -94,6 +94,14 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 //
 // keys is not retained: the Lock keeps its own copy.
 func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Duration, opt *Options) (*Lock, error) {
+	return c.obtain(ctx, keys, ttl, opt, nil)
+}
+
+// obtain is ObtainMulti. With campaign not nil, the lock reports its
+// attempts to *campaign (nil without hooks), and the caller reports the
+// call's start and end (see [Election.Campaign]); otherwise the lock is
+// observed as a lock of its own.
+func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, opt *Options, campaign **observation) (*Lock, error) {
 	if c == nil {
 		return nil, ErrNilClient
 	}
@@ -133,7 +141,11 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 		scriptKeys = append(scriptKeys, fenceKey)
 		fenced = argFenced
 	}
-	ctx = c.observeObtain(ctx, lock, ttl)
+	if campaign == nil {
+		ctx = c.observeObtain(ctx, lock, ttl)
+	} else {
+		lock.obs = *campaign
+	}
 
 	attempt := func(ctx context.Context) (bool, error) {
 		sent := time.Now()
@@ -158,7 +170,9 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 		// Guarded here, so that the arguments are not boxed for nothing.
 		err = confirmReplicas(ctx, lock, opt, scriptKeys, lock.tokenArg, metadata, ms, fenced)
 	}
-	lock.hookObtained(ctx, err)
+	if campaign == nil {
+		lock.hookObtained(ctx, err)
+	}
 	if err != nil {
 		return nil, err
 	}

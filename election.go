@@ -147,17 +147,28 @@ func (e *Election) Campaign(ctx context.Context, value string, ttl time.Duration
 	token := newToken()
 	opt := &Options{RetryStrategy: WaitForRelease(nil), FenceKey: e.termKey, Metadata: "0:" + value, Token: token}
 	_, bounded := ctx.Deadline()
+	// Hooks see one obtain call, whatever the rounds (hook.go).
+	parent := ctx
+	obs := observe(&e.client.hooks, KindElection, e.name, ttl)
+	ctx = obs.obtainStart(parent)
 	for {
 		wctx, cancel := ctx, context.CancelFunc(func() {})
 		if !bounded {
 			wctx, cancel = context.WithTimeout(ctx, campaignRound)
 		}
-		lock, err := e.client.Obtain(wctx, e.name, ttl, opt)
+		lock, err := e.client.obtain(wctx, []string{e.name}, ttl, opt, &obs)
 		cancel()
 		if err == nil {
-			lead, err := e.elected(ctx, lock, value, ttl)
+			lead, err := e.elected(ctx, lock, value, ttl, obs)
 			if lead != nil || err != nil {
+				if !obs.reported() {
+					obs.obtained(ctx, nil, err, nil)
+				}
 				return lead, err
+			}
+			if obs.reported() { // elected, and lost at once: a new call
+				obs = observe(&e.client.hooks, KindElection, e.name, ttl)
+				ctx = obs.obtainStart(parent)
 			}
 			continue // lost at once: campaign again
 		}
@@ -171,6 +182,7 @@ func (e *Election) Campaign(ctx context.Context, value string, ttl time.Duration
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			err = &waitError{ctx: ctx.Err()}
 		}
+		obs.obtained(ctx, nil, err, nil)
 		return nil, err
 	}
 }
@@ -185,17 +197,21 @@ func (e *waitError) Unwrap() []error { return []error{ErrNotObtained, e.ctx} }
 // elected makes a Leadership of the lock just obtained: it announces it
 // (the proclaim script with the value it was elected with) and starts its
 // keep-alive. It returns (nil, nil) when the key was lost already, so that
-// Campaign goes on.
-func (e *Election) elected(ctx context.Context, lock *Lock, value string, ttl time.Duration) (*Leadership, error) {
+// Campaign goes on. It reports the campaign's end to obs (the hooks) once
+// elected, before the keep-alive starts, so that a loss comes after it.
+func (e *Election) elected(ctx context.Context, lock *Lock, value string, ttl time.Duration, obs *observation) (*Leadership, error) {
 	reply, err := electionProclaimScript.Run(ctx, e.client.client, []string{e.name, e.channel}, lock.tokenArg, value, e.publishFlag()).Int64Slice()
 	switch {
 	case err == nil && (len(reply) == 0 || reply[0] != 1):
 		lock.lease.Lost(time.Now())
 		return nil, nil
 	case err != nil && ctx.Err() != nil:
+		lock.obs = nil        // a clean-up, not a resignation
 		_ = lock.Release(ctx) // best effort: the caller gave up; the key expires otherwise
 		return nil, &waitError{ctx: ctx.Err()}
 	}
+	lead := &Leadership{election: e, lock: lock, value: value}
+	obs.obtained(ctx, lead, nil, nil)
 	// A failed announcement (Redis error) costs observers up to
 	// observeResync; the leadership itself is sound.
 	ka, err := lock.KeepAlive(ttl, nil)
@@ -206,7 +222,8 @@ func (e *Election) elected(ctx context.Context, lock *Lock, value string, ttl ti
 		}
 		return nil, err
 	}
-	return &Leadership{election: e, lock: lock, keepAlive: ka, value: value}, nil
+	lead.keepAlive = ka
+	return lead, nil
 }
 
 // abandon deletes the election key if token holds it, in case the last
@@ -217,6 +234,7 @@ func (e *Election) abandon(ctx context.Context, token string) {
 	if err != nil {
 		return
 	}
+	l.obs = nil // a clean-up, not a release for the hooks
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
 	defer cancel()
 	_ = l.Release(actx) // ErrLockNotHeld is the usual outcome: nothing was taken

@@ -30,7 +30,8 @@ type RWMutex struct {
 	cluster bool
 	name    string
 	// keys: the writer key W, then R, H, Q, P, A (lua/rwmutex_lib.lua).
-	keys [6]string
+	keys  [6]string
+	hooks *clientHooks // the Client's (hook.go)
 }
 
 // Indexes into RWMutex.keys.
@@ -53,7 +54,7 @@ const (
 func (c *Client) RWMutex(name string) *RWMutex {
 	rw := &RWMutex{name: name}
 	if c != nil {
-		rw.client, rw.cluster = c.client, c.cluster
+		rw.client, rw.cluster, rw.hooks = c.client, c.cluster, &c.hooks
 	}
 	base := name
 	if !keyslot.HasTag(name) {
@@ -104,11 +105,13 @@ func (rw *RWMutex) WriterKey() string {
 // (use [WriteLock.Downgrade]); a Redis error that is not transient as it
 // is.
 func (rw *RWMutex) RLock(ctx context.Context, ttl time.Duration, opt *Options) (*ReadLock, error) {
-	h, err := rw.acquire(ctx, ttl, opt, rwRLockScript)
+	h, ctx, err := rw.acquire(ctx, ttl, opt, rwRLockScript, KindRead)
 	if err != nil {
 		return nil, err
 	}
-	return &ReadLock{h: h}, nil
+	r := &ReadLock{h: h}
+	h.obs.obtained(ctx, r, nil, nil)
+	return r, nil
 }
 
 // Lock takes the write lock for ttl: it succeeds when no other writer
@@ -129,43 +132,47 @@ func (rw *RWMutex) RLock(ctx context.Context, ttl time.Duration, opt *Options) (
 // [ErrUpgrade] is returned when opt.Token has a live read hold of this
 // RWMutex.
 func (rw *RWMutex) Lock(ctx context.Context, ttl time.Duration, opt *Options) (*WriteLock, error) {
-	h, err := rw.acquire(ctx, ttl, opt, rwLockScript)
+	h, ctx, err := rw.acquire(ctx, ttl, opt, rwLockScript, KindWrite)
 	if err != nil {
 		return nil, err
 	}
-	return &WriteLock{h: h}, nil
+	w := &WriteLock{h: h}
+	h.obs.obtained(ctx, w, nil, nil)
+	return w, nil
 }
 
-// acquire runs the RLock or Lock script through the retry loop.
-func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options, run *script.Script) (*rwHold, error) {
+// acquire runs the RLock or Lock script through the retry loop, for a
+// hold of kind. On success the caller reports the obtain call's end to the
+// hold's hooks, under the context acquire returns.
+func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options, run *script.Script, kind Kind) (*rwHold, context.Context, error) {
 	if rw == nil {
-		return nil, ErrNilClient
+		return nil, ctx, ErrNilClient
 	}
 	if err := checkCall(ctx, rw.client); err != nil {
-		return nil, err
+		return nil, ctx, err
 	}
 	ms, err := ttlMillis(ttl)
 	if err != nil {
-		return nil, err
+		return nil, ctx, err
 	}
 	if rw.name == "" {
-		return nil, fmt.Errorf("%w: empty RWMutex name", ErrInvalidKey)
+		return nil, ctx, fmt.Errorf("%w: empty RWMutex name", ErrInvalidKey)
 	}
 	fenceKey := opt.fenceKey()
 	if fenceKey != "" {
 		for _, k := range rw.keys {
 			if k == fenceKey {
-				return nil, fmt.Errorf("%w: fence key %q is a key of the RWMutex", ErrInvalidKey, k)
+				return nil, ctx, fmt.Errorf("%w: fence key %q is a key of the RWMutex", ErrInvalidKey, k)
 			}
 		}
 		if rw.cluster {
 			if err := checkSlots(rw.keys[:1], fenceKey); err != nil {
-				return nil, err
+				return nil, ctx, err
 			}
 		}
 	}
 	if opt.minReplicas() != 0 {
-		return nil, fmt.Errorf("%w: MinReplicas is not supported by RWMutex", ErrInvalidOption)
+		return nil, ctx, fmt.Errorf("%w: MinReplicas is not supported by RWMutex", ErrInvalidOption)
 	}
 	token := opt.token()
 	if token == "" {
@@ -185,12 +192,15 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 		reg = ms
 	}
 	registered := false
+	h.obs = observe(rw.hooks, kind, rw.name, ttl)
+	ctx = h.obs.obtainStart(ctx)
 	err = retry(ctx, ttl, strategy, func(ctx context.Context) (bool, error) {
 		// Set before the call: an attempt whose reply is lost may have
 		// registered all the same.
 		registered = reg != int64(0)
 		sent := time.Now()
 		reply, err := run.Run(ctx, rw.client, keys, h.tokenArg, h.metadata, ms, fenced, reg).Int64()
+		h.obs.attempt(ctx, err == nil && reply >= 0, err)
 		switch {
 		case err != nil:
 			return false, err
@@ -209,9 +219,10 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 		if registered {
 			rw.leave(ctx, token)
 		}
-		return nil, err
+		h.obs.obtained(ctx, nil, err, nil)
+		return nil, ctx, err
 	}
-	return h, nil
+	return h, ctx, nil
 }
 
 // leave withdraws a waiter's registration after it gave up, so that a
@@ -234,6 +245,7 @@ type rwHold struct {
 	metadata string
 	fence    int64
 	lease    lease.Lease
+	obs      *observation // the Client's hooks, nil without (hook.go)
 }
 
 // refresh runs one refresh script (reply 1: renewed) through the retry
@@ -247,7 +259,8 @@ func (h *rwHold) refresh(ctx context.Context, ttl time.Duration, opt *Options, r
 		return err
 	}
 	leaseTTL := time.Duration(ms) * time.Millisecond
-	return retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
+	ctx, start := h.obs.refreshStart(ctx, ttl, false)
+	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
 		sent := time.Now()
 		h.lease.Sending(sent, leaseTTL)
 		ok, err := run(ctx, ms)
@@ -261,6 +274,8 @@ func (h *rwHold) refresh(ctx context.Context, ttl time.Duration, opt *Options, r
 		h.lease.Renewed(sent, leaseTTL)
 		return true, nil
 	})
+	h.obs.refreshed(ctx, start, ttl, false, err)
+	return err
 }
 
 // keepAlive starts the lease's keep-alive with the refresh script run.
@@ -272,7 +287,7 @@ func (h *rwHold) keepAlive(ttl time.Duration, opt *KeepAliveOptions, run func(ct
 	if err != nil {
 		return nil, err
 	}
-	return keepLease(&h.lease, time.Duration(ms)*time.Millisecond, opt, func(ctx context.Context) error {
+	return keepLeaseReporting(&h.lease, time.Duration(ms)*time.Millisecond, opt, h.obs.hookedRefresh(ttl, func(ctx context.Context) error {
 		ok, err := run(ctx, ms)
 		switch {
 		case err != nil:
@@ -281,7 +296,7 @@ func (h *rwHold) keepAlive(ttl time.Duration, opt *KeepAliveOptions, run func(ct
 			return lease.ErrNotHeld
 		}
 		return nil
-	})
+	}), h.obs.ended())
 }
 
 // release stops the keep-alive and runs the release script (reply 1:
@@ -296,14 +311,13 @@ func (h *rwHold) release(ctx context.Context, run func(ctx context.Context) (int
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
 	}
+	ctx, start := h.obs.releaseStart(ctx)
 	n, err := run(ctx)
-	if err != nil {
-		return err
+	if err == nil && n != 1 {
+		err = ErrLockNotHeld
 	}
-	if n != 1 {
-		return ErrLockNotHeld
-	}
-	return nil
+	h.obs.released(ctx, start, 0, err)
+	return err
 }
 
 // ttl runs a TTL script (reply: milliseconds left, 0 when not held).
@@ -550,15 +564,25 @@ func (w *WriteLock) Downgrade(ctx context.Context, ttl time.Duration) (*ReadLock
 	}
 	h.lease.Released()
 	keys := []string{h.rw.keys[rwWriter], h.rw.keys[rwReaders], h.rw.keys[rwHolds], h.rw.keys[rwPending], h.rw.keys[rwAdmitted]}
+	// Hooks see the write lock's release around the read hold's obtain.
+	wctx, start := h.obs.releaseStart(ctx)
+	obs := observe(h.rw.hooks, KindRead, h.rw.name, ttl)
+	ctx = obs.obtainStart(wctx)
 	sent := time.Now()
 	fence, err := rwDowngradeScript.Run(ctx, h.rw.client, keys, h.tokenArg, ms, h.metadata).Int64()
+	obs.attempt(ctx, err == nil && fence >= 0, err)
+	if err == nil && fence < 0 {
+		err = ErrLockNotHeld
+	}
 	if err != nil {
+		obs.obtained(ctx, nil, err, ErrLockNotHeld)
+		h.obs.released(wctx, start, 0, err)
 		return nil, err
 	}
-	if fence < 0 {
-		return nil, ErrLockNotHeld
-	}
-	r := &rwHold{rw: h.rw, token: h.token, tokenArg: h.tokenArg, metadata: h.metadata, fence: fence}
+	r := &rwHold{rw: h.rw, token: h.token, tokenArg: h.tokenArg, metadata: h.metadata, fence: fence, obs: obs}
 	r.lease.Obtained(sent, ttl)
-	return &ReadLock{h: r}, nil
+	rl := &ReadLock{h: r}
+	obs.obtained(ctx, rl, nil, nil)
+	h.obs.released(wctx, start, 0, nil)
+	return rl, nil
 }

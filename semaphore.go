@@ -43,6 +43,7 @@ type Semaphore struct {
 	key     string
 	permits string // the companion hash; "" when key cannot have one
 	limit   int
+	hooks   *clientHooks // the Client's (hook.go)
 }
 
 // Semaphore returns the semaphore on key that grants at most limit permits
@@ -53,7 +54,7 @@ func (c *Client) Semaphore(key string, limit int) Semaphore {
 	if c == nil {
 		return Semaphore{key: key, permits: permits, limit: limit}
 	}
-	return Semaphore{client: c.client, cluster: c.cluster, key: key, permits: permits, limit: limit}
+	return Semaphore{client: c.client, cluster: c.cluster, key: key, permits: permits, limit: limit, hooks: &c.hooks}
 }
 
 // Key returns the semaphore's key.
@@ -154,13 +155,16 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 		fenced = argFenced
 	}
 	limit := int64(s.limit)
+	p.obs = observe(s.hooks, KindSemaphore, s.key, ttl)
+	ctx = p.obs.obtainStart(ctx)
 	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
 		sent := time.Now()
 		reply, err := semAcquireScript.Run(ctx, s.client, keys, p.tokenArg, p.metadata, ms, limit, fenced).Result()
+		n, ok := reply.(int64)
+		p.obs.attempt(ctx, err == nil && ok && n >= 0, err)
 		if err != nil {
 			return false, err
 		}
-		n, ok := reply.(int64)
 		switch {
 		case !ok || n == -1:
 			return true, fmt.Errorf("%w: acquire of semaphore %q: %#v", ErrUnexpectedReply, s.key, reply)
@@ -171,6 +175,7 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 		p.lease.Obtained(sent, ttl)
 		return true, nil
 	})
+	p.obs.obtained(ctx, p, err, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +258,7 @@ type Permit struct {
 	tokenArg any
 	metadata string
 	fence    int64
+	obs      *observation // the Client's hooks, nil without (hook.go)
 
 	// lease is the one record of the permit's expiry, as for Lock.
 	lease lease.Lease
@@ -336,7 +342,8 @@ func (p *Permit) Refresh(ctx context.Context, ttl time.Duration, opt *Options) e
 		return err
 	}
 	leaseTTL := time.Duration(ms) * time.Millisecond
-	return retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
+	ctx, start := p.obs.refreshStart(ctx, ttl, false)
+	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
 		sent := time.Now()
 		p.lease.Sending(sent, leaseTTL)
 		ok, err := semRefreshScript.Run(ctx, p.client, p.keys, p.tokenArg, ms).Int64()
@@ -350,6 +357,8 @@ func (p *Permit) Refresh(ctx context.Context, ttl time.Duration, opt *Options) e
 		p.lease.Renewed(sent, leaseTTL)
 		return true, nil
 	})
+	p.obs.refreshed(ctx, start, ttl, false, err)
+	return err
 }
 
 // Release gives the permit back, in one script, O(log n). It returns
@@ -374,14 +383,13 @@ func (p *Permit) Release(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
 	}
+	ctx, start := p.obs.releaseStart(ctx)
 	n, err := semReleaseScript.Run(ctx, p.client, p.keys, p.tokenArg).Int64()
-	if err != nil {
-		return err
+	if err == nil && n != 1 {
+		err = ErrLockNotHeld
 	}
-	if n != 1 {
-		return ErrLockNotHeld
-	}
-	return nil
+	p.obs.released(ctx, start, 0, err)
+	return err
 }
 
 // KeepAlive starts refreshing the permit to ttl in the background, so that
@@ -401,7 +409,7 @@ func (p *Permit) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive
 	if err != nil {
 		return nil, err
 	}
-	return keepLease(&p.lease, time.Duration(ms)*time.Millisecond, opt, func(ctx context.Context) error {
+	return keepLeaseReporting(&p.lease, time.Duration(ms)*time.Millisecond, opt, p.obs.hookedRefresh(ttl, func(ctx context.Context) error {
 		ok, err := semRefreshScript.Run(ctx, p.client, p.keys, p.tokenArg, ms).Int64()
 		switch {
 		case err != nil:
@@ -410,5 +418,5 @@ func (p *Permit) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive
 			return lease.ErrNotHeld
 		}
 		return nil
-	})
+	}), p.obs.ended())
 }
