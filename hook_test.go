@@ -28,24 +28,34 @@ type spanKey struct{}
 type recorder struct {
 	mu     sync.Mutex
 	lines  map[string][]string
-	owners map[*redislock.Lock]string
+	owners map[redislock.Handle]string
 	notify chan string // each line, when not nil (never blocks the hook)
 }
 
 func newRecorder() *recorder {
-	return &recorder{lines: map[string][]string{}, owners: map[*redislock.Lock]string{}, notify: make(chan string, 100)}
+	return &recorder{lines: map[string][]string{}, owners: map[redislock.Handle]string{}, notify: make(chan string, 100)}
 }
 
-func (r *recorder) add(ctx context.Context, lock *redislock.Lock, format string, args ...any) {
+// add records a line about handle, of kind (prefixed to the lines of
+// kinds other than locks); lock is the event's Lock field, which must be
+// the handle for a lock and nil for the others (the line says BAD-LOCK
+// otherwise).
+func (r *recorder) add(ctx context.Context, kind redislock.Kind, lock *redislock.Lock, handle redislock.Handle, format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
+	if kind != redislock.KindLock {
+		line = kind.String() + " " + line
+	}
+	if (kind == redislock.KindLock && handle != nil && handle != redislock.Handle(lock)) || (kind != redislock.KindLock && lock != nil) {
+		line += " BAD-LOCK"
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	party, _ := ctx.Value(who{}).(string)
-	if party == "" {
-		party = r.owners[lock]
+	if party == "" && handle != nil {
+		party = r.owners[handle]
 	}
-	if lock != nil && party != "" {
-		r.owners[lock] = party
+	if handle != nil && party != "" {
+		r.owners[handle] = party
 	}
 	if party == "" {
 		party = "?"
@@ -55,6 +65,13 @@ func (r *recorder) add(ctx context.Context, lock *redislock.Lock, format string,
 	case r.notify <- party + ": " + line:
 	default:
 	}
+}
+
+// owner returns the party that handle was reported to, "" if none.
+func (r *recorder) owner(handle redislock.Handle) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.owners[handle]
 }
 
 func (r *recorder) of(party string) []string {
@@ -99,38 +116,38 @@ func errText(err error) string {
 }
 
 func (r *recorder) ObtainStart(ctx context.Context, e redislock.ObtainEvent) context.Context {
-	r.add(ctx, nil, "obtain-start %s %v %v", e.Kind, e.Keys, e.TTL)
+	r.add(ctx, redislock.KindLock, nil, nil, "obtain-start %s %v %v", e.Kind, e.Keys, e.TTL)
 	return context.WithValue(ctx, spanKey{}, true)
 }
 
 func (r *recorder) ObtainAttempt(ctx context.Context, e redislock.AttemptEvent) {
-	r.add(ctx, nil, "attempt %d %s blocked=%v handedOver=%v err=%s%s", e.Attempt, e.Outcome, e.Blocked, e.HandedOver, errText(e.Err), inSpan(ctx))
+	r.add(ctx, e.Kind, nil, nil, "attempt %d %s blocked=%v handedOver=%v err=%s%s", e.Attempt, e.Outcome, e.Blocked, e.HandedOver, errText(e.Err), inSpan(ctx))
 }
 
 func (r *recorder) ObtainDone(ctx context.Context, e redislock.ObtainEvent) {
-	r.add(ctx, e.Lock, "obtain-done %s attempts=%d wait=%s handedOver=%v lock=%v err=%s%s", e.Outcome, e.Attempts, e.Wait, e.HandedOver, e.Lock != nil, errText(e.Err), inSpan(ctx))
+	r.add(ctx, e.Kind, e.Lock, e.Handle, "obtain-done %s attempts=%d wait=%s handedOver=%v lock=%v err=%s%s", e.Outcome, e.Attempts, e.Wait, e.HandedOver, e.Handle != nil, errText(e.Err), inSpan(ctx))
 }
 
 func (r *recorder) ReleaseStart(ctx context.Context, e redislock.ReleaseEvent) context.Context {
-	r.add(ctx, e.Lock, "release-start")
+	r.add(ctx, e.Kind, e.Lock, e.Handle, "release-start")
 	return context.WithValue(ctx, spanKey{}, true)
 }
 
 func (r *recorder) ReleaseDone(ctx context.Context, e redislock.ReleaseEvent) {
-	r.add(ctx, e.Lock, "release-done handedOver=%d endsHold=%v held=%v err=%s%s", e.HandedOver, e.EndsHold, e.Held > 0, errText(e.Err), inSpan(ctx))
+	r.add(ctx, e.Kind, e.Lock, e.Handle, "release-done handedOver=%d endsHold=%v held=%v err=%s%s", e.HandedOver, e.EndsHold, e.Held > 0, errText(e.Err), inSpan(ctx))
 }
 
 func (r *recorder) RefreshStart(ctx context.Context, e redislock.RefreshEvent) context.Context {
-	r.add(ctx, e.Lock, "refresh-start %v keepAlive=%v", e.TTL, e.KeepAlive)
+	r.add(ctx, e.Kind, e.Lock, e.Handle, "refresh-start %v keepAlive=%v", e.TTL, e.KeepAlive)
 	return context.WithValue(ctx, spanKey{}, true)
 }
 
 func (r *recorder) RefreshDone(ctx context.Context, e redislock.RefreshEvent) {
-	r.add(ctx, e.Lock, "refresh-done keepAlive=%v err=%s%s", e.KeepAlive, errText(e.Err), inSpan(ctx))
+	r.add(ctx, e.Kind, e.Lock, e.Handle, "refresh-done keepAlive=%v err=%s%s", e.KeepAlive, errText(e.Err), inSpan(ctx))
 }
 
 func (r *recorder) Lost(e redislock.LostEvent) {
-	r.add(context.Background(), e.Lock, "lost %s endsHold=%v held=%v lockLost=%v", e.Reason, e.EndsHold, e.Held > 0, errors.Is(e.Err, redislock.ErrLockLost))
+	r.add(context.Background(), e.Kind, e.Lock, e.Handle, "lost %s endsHold=%v held=%v lockLost=%v", e.Reason, e.EndsHold, e.Held > 0, errors.Is(e.Err, redislock.ErrLockLost))
 }
 
 func checkLines(t *testing.T, party string, got, want []string) {
@@ -412,6 +429,10 @@ func TestHookStrings(t *testing.T) {
 		want string
 	}{
 		{redislock.KindLock, "lock"},
+		{redislock.KindSemaphore, "semaphore"},
+		{redislock.KindRead, "read"},
+		{redislock.KindWrite, "write"},
+		{redislock.KindElection, "election"},
 		{redislock.Kind(0), "unknown"},
 		{redislock.OutcomeObtained, "obtained"},
 		{redislock.OutcomeNotObtained, "not_obtained"},
@@ -477,4 +498,225 @@ func ExampleClient_AddHook() {
 	// obtain [example:hook] not_obtained attempts: 1 wait: none
 	// true
 	// release [example:hook] handed over: 0 err: <nil>
+}
+
+// withoutKeepAliveRefreshes drops the lines of a keep-alive's refreshes
+// that succeeded: how many run depends on the machine's speed.
+func withoutKeepAliveRefreshes(lines []string) []string {
+	return slices.DeleteFunc(lines, func(l string) bool {
+		return strings.Contains(l, "refresh-start") && strings.Contains(l, "keepAlive=true") ||
+			strings.Contains(l, "refresh-done keepAlive=true err=nil")
+	})
+}
+
+// A semaphore of one permit: a acquires, refreshes and keeps it alive; b's
+// polled acquire gives up; an admin DEL of the semaphore loses a's permit;
+// a's Release then finds it not held.
+func TestHookSemaphore(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	key := redistest.Key(t, "sem")
+	rec := newRecorder()
+	client := redislock.New(rdb)
+	client.AddHook(rec)
+	ctxA := context.WithValue(context.Background(), who{}, "a")
+	ctxB := context.WithValue(context.Background(), who{}, "b")
+	sem := client.Semaphore(key, 1)
+
+	p, err := sem.Acquire(ctxA, time.Minute, nil)
+	if err != nil {
+		t.Fatalf("a: Acquire: %v", err)
+	}
+	opt := &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(time.Millisecond), 1)}
+	if _, err := sem.Acquire(ctxB, time.Minute, opt); !errors.Is(err, redislock.ErrNotObtained) {
+		t.Fatalf("b: Acquire = %v, want ErrNotObtained", err)
+	}
+	if err := p.Refresh(ctxA, time.Minute, nil); err != nil {
+		t.Fatalf("a: Refresh: %v", err)
+	}
+	ka, err := p.KeepAlive(600*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("a: KeepAlive: %v", err)
+	}
+	if err := rdb.Del(context.Background(), key).Err(); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+	recv(t, ka.Done(), "a's keep-alive to end after the DEL")
+	if err := p.Release(ctxA); !errors.Is(err, redislock.ErrLockNotHeld) {
+		t.Fatalf("a: Release = %v, want ErrLockNotHeld", err)
+	}
+	checkLines(t, "a", withoutKeepAliveRefreshes(rec.of("a")), []string{
+		"obtain-start semaphore [" + key + "] 1m0s",
+		"semaphore attempt 1 obtained blocked=false handedOver=false err=nil",
+		"semaphore obtain-done obtained attempts=1 wait=none handedOver=false lock=true err=nil",
+		"semaphore refresh-start 1m0s keepAlive=false",
+		"semaphore refresh-done keepAlive=false err=nil",
+		"semaphore refresh-done keepAlive=true err=ErrNotObtained",
+		"semaphore lost gone endsHold=true held=true lockLost=true",
+		"semaphore release-start",
+		"semaphore release-done handedOver=0 endsHold=false held=false err=ErrLockNotHeld",
+	})
+	checkLines(t, "b", rec.of("b"), []string{
+		"obtain-start semaphore [" + key + "] 1m0s",
+		"semaphore attempt 1 not_obtained blocked=false handedOver=false err=nil",
+		"semaphore attempt 2 not_obtained blocked=false handedOver=false err=nil",
+		"semaphore obtain-done not_obtained attempts=2 wait=poll handedOver=false lock=false err=ErrNotObtained",
+	})
+	if got := rec.owner(p); got != "a" {
+		t.Errorf("the permit was reported to %q, want a", got)
+	}
+}
+
+// An RWMutex: a read hold, a writer that gives up behind it, the write
+// lock taken and downgraded to a read hold, whose keep-alive loses it to
+// an admin DEL.
+func TestHookRWMutex(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	name := redistest.Key(t, "rw")
+	rec := newRecorder()
+	client := redislock.New(rdb)
+	client.AddHook(rec)
+	ctxA := context.WithValue(context.Background(), who{}, "a")
+	ctxB := context.WithValue(context.Background(), who{}, "b")
+	rw := client.RWMutex(name)
+
+	r, err := rw.RLock(ctxA, time.Minute, nil)
+	if err != nil {
+		t.Fatalf("a: RLock: %v", err)
+	}
+	if _, err := rw.Lock(ctxB, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
+		t.Fatalf("b: Lock = %v, want ErrNotObtained", err)
+	}
+	if err := r.Release(ctxA); err != nil {
+		t.Fatalf("a: Release: %v", err)
+	}
+	w, err := rw.Lock(ctxB, time.Minute, nil)
+	if err != nil {
+		t.Fatalf("b: Lock: %v", err)
+	}
+	if err := w.Refresh(ctxB, time.Minute, nil); err != nil {
+		t.Fatalf("b: Refresh: %v", err)
+	}
+	r2, err := w.Downgrade(ctxB, time.Minute)
+	if err != nil {
+		t.Fatalf("b: Downgrade: %v", err)
+	}
+	ka, err := r2.KeepAlive(600*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("b: KeepAlive: %v", err)
+	}
+	if err := rdb.Del(context.Background(), rw.WriterKey()+":rw:readers").Err(); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+	recv(t, ka.Done(), "b's keep-alive to end after the DEL")
+	checkLines(t, "a", rec.of("a"), []string{
+		"obtain-start read [" + name + "] 1m0s",
+		"read attempt 1 obtained blocked=false handedOver=false err=nil",
+		"read obtain-done obtained attempts=1 wait=none handedOver=false lock=true err=nil",
+		"read release-start",
+		"read release-done handedOver=0 endsHold=true held=true err=nil",
+	})
+	checkLines(t, "b", withoutKeepAliveRefreshes(rec.of("b")), []string{
+		"obtain-start write [" + name + "] 1m0s",
+		"write attempt 1 not_obtained blocked=false handedOver=false err=nil",
+		"write obtain-done not_obtained attempts=1 wait=none handedOver=false lock=false err=ErrNotObtained",
+		"obtain-start write [" + name + "] 1m0s",
+		"write attempt 1 obtained blocked=false handedOver=false err=nil",
+		"write obtain-done obtained attempts=1 wait=none handedOver=false lock=true err=nil",
+		"write refresh-start 1m0s keepAlive=false",
+		"write refresh-done keepAlive=false err=nil",
+		"write release-start",
+		"obtain-start read [" + name + "] 1m0s",
+		"read attempt 1 obtained blocked=false handedOver=false err=nil",
+		"read obtain-done obtained attempts=1 wait=none handedOver=false lock=true err=nil",
+		"write release-done handedOver=0 endsHold=true held=true err=nil",
+		"read refresh-done keepAlive=true err=ErrNotObtained",
+		"read lost gone endsHold=true held=true lockLost=true",
+	})
+	if rec.owner(r) != "a" || rec.owner(w) != "b" || rec.owner(r2) != "b" {
+		t.Errorf("handles reported to %q, %q, %q; want a, b, b", rec.owner(r), rec.owner(w), rec.owner(r2))
+	}
+}
+
+// An election: a is elected and resigns, which elects b, waiting; an admin
+// DEL of the election key loses b's leadership; b's Resign then finds it
+// not held.
+func TestHookElection(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	name := redistest.Key(t, "election")
+	rec := newRecorder()
+	client := redislock.New(rdb)
+	client.AddHook(rec)
+	ctxA := context.WithValue(context.Background(), who{}, "a")
+	ctxB := context.WithValue(context.Background(), who{}, "b")
+	el := client.Election(name)
+	const ttl = 2 * time.Second
+
+	a, err := el.Campaign(ctxA, "a", ttl)
+	if err != nil {
+		t.Fatalf("a: Campaign: %v", err)
+	}
+	type result struct {
+		lead *redislock.Leadership
+		err  error
+	}
+	bDone := make(chan result, 1)
+	go func() {
+		l, err := el.Campaign(ctxB, "b", ttl)
+		bDone <- result{l, err}
+	}()
+	rec.waitFor(t, "b: election attempt 1 not_obtained blocked=false handedOver=false err=nil")
+	if err := a.Resign(ctxA); err != nil {
+		t.Fatalf("a: Resign: %v", err)
+	}
+	var b *redislock.Leadership
+	select {
+	case r := <-bDone:
+		if r.err != nil {
+			t.Fatalf("b: Campaign: %v", r.err)
+		}
+		b = r.lead
+	case <-time.After(waitTimeout):
+		t.Fatalf("b not elected within %v of the resignation", waitTimeout)
+	}
+	if err := rdb.Del(context.Background(), name).Err(); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+	recv(t, b.Done(), "b's leadership to end after the DEL")
+	if err := b.Resign(ctxB); !errors.Is(err, redislock.ErrLockNotHeld) {
+		t.Fatalf("b: Resign = %v, want ErrLockNotHeld", err)
+	}
+	checkLines(t, "a", withoutKeepAliveRefreshes(rec.of("a")), []string{
+		"obtain-start election [" + name + "] 2s",
+		"election attempt 1 obtained blocked=false handedOver=false err=nil",
+		"election obtain-done obtained attempts=1 wait=none handedOver=false lock=true err=nil",
+		"election release-start",
+		"election release-done handedOver=1 endsHold=true held=true err=nil",
+	})
+	got := withoutKeepAliveRefreshes(rec.of("b"))
+	blocks := 0
+	for _, l := range got {
+		if l == "election attempt "+fmt.Sprint(blocks+2)+" not_obtained blocked=true handedOver=false err=nil" {
+			blocks++
+		}
+	}
+	want := []string{
+		"obtain-start election [" + name + "] 2s",
+		"election attempt 1 not_obtained blocked=false handedOver=false err=nil",
+	}
+	for i := range blocks {
+		want = append(want, fmt.Sprintf("election attempt %d not_obtained blocked=true handedOver=false err=nil", i+2))
+	}
+	want = append(want,
+		fmt.Sprintf("election attempt %d obtained blocked=true handedOver=true err=nil", blocks+2),
+		fmt.Sprintf("election obtain-done obtained attempts=%d wait=event handedOver=true lock=true err=nil", blocks+2),
+		"election refresh-done keepAlive=true err=ErrNotObtained",
+		"election lost gone endsHold=true held=true lockLost=true",
+		"election release-start",
+		"election release-done handedOver=0 endsHold=false held=false err=ErrLockNotHeld",
+	)
+	checkLines(t, "b", got, want)
+	if rec.owner(a) != "a" || rec.owner(b) != "b" {
+		t.Errorf("leaderships reported to %q and %q, want a and b", rec.owner(a), rec.owner(b))
+	}
+	checkLines(t, "?", rec.of("?"), nil)
 }
