@@ -3,8 +3,8 @@ package redislockotel
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -21,11 +21,11 @@ var (
 )
 
 // InstrumentMetrics adds a hook to c that records the metrics listed in the
-// package documentation, with the meter of [WithMeterProvider]. Call it
-// once per Client, before the Client is used (see
-// [redislock.Client.AddHook]); each call adds another hook. It returns the
-// meter's error when an instrument cannot be created, and adds nothing
-// then.
+// package documentation, for every primitive, with the meter of
+// [WithMeterProvider]. Call it once per Client, before the Client is used
+// (see [redislock.Client.AddHook]); each call adds another hook. It
+// returns the meter's error when an instrument cannot be created, and
+// adds nothing then.
 func InstrumentMetrics(c *redislock.Client, opts ...MetricsOption) error {
 	cfg := newConfig()
 	for _, o := range opts {
@@ -50,15 +50,52 @@ type metricsHook struct {
 	held    metric.Int64UpDownCounter
 	waiting metric.Int64UpDownCounter
 
-	sets sync.Map // setKey → metric.MeasurementOption, made once per combination
+	byKind [8]atomic.Pointer[series] // without a key-name function, by kind
+	named  sync.Map                  // seriesKey → *series, with one
 }
 
-// setKey names one combination of attributes.
-type setKey struct {
-	kind   redislock.Kind
-	name   string
-	k1, v1 string
-	k2, v2 string
+// The values of redislock.end, in the order of series.hold.
+var ends = [...]string{"released", "handed_over", "not_held", "error", "lost"}
+
+const (
+	endReleased = iota
+	endHandedOver
+	endNotHeld
+	endError
+	endLost
+)
+
+// series holds the measurement options of the handles of one kind and
+// name, each attribute set made once: every recording picks one by index,
+// and passes a slice made once too (a variadic argument made at each
+// call would be an allocation).
+type series struct {
+	base    []metric.AddOption
+	acquire [3][3][]metric.RecordOption // by outcome and wait, from 1
+	hold    [len(ends)][]metric.RecordOption
+	lost    [5][]metric.AddOption // by reason, from 1
+}
+
+func newSeries(cfg *config, kind redislock.Kind, name string) *series {
+	base := cfg.baseAttrs(kind, name)
+	with := func(kvs ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], kvs...)...))
+	}
+	add := func(kvs ...attribute.KeyValue) []metric.AddOption { return []metric.AddOption{with(kvs...)} }
+	record := func(kvs ...attribute.KeyValue) []metric.RecordOption { return []metric.RecordOption{with(kvs...)} }
+	s := &series{base: add()}
+	for o := range s.acquire {
+		for w := range s.acquire[o] {
+			s.acquire[o][w] = record(attrOutcome.String(redislock.Outcome(o+1).String()), attrWait.String(redislock.WaitMode(w+1).String()))
+		}
+	}
+	for i, end := range ends {
+		s.hold[i] = record(attrEnd.String(end))
+	}
+	for r := range s.lost {
+		s.lost[r] = add(attrReason.String(redislock.LostReason(r + 1).String()))
+	}
+	return s
 }
 
 func newMetricsHook(cfg *config) (*metricsHook, error) {
@@ -70,14 +107,14 @@ func newMetricsHook(cfg *config) (*metricsHook, error) {
 		metric.WithExplicitBucketBoundaries(acquireBuckets...))
 	err = errors.Join(err, e)
 	h.hold, e = m.Float64Histogram("redislock.hold.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time locks were held: from the obtain to the release or the loss."),
+		metric.WithDescription("Time handles were held: from the obtain to the release or the loss."),
 		metric.WithExplicitBucketBoundaries(holdBuckets...))
 	err = errors.Join(err, e)
 	h.lost, e = m.Int64Counter("redislock.lost", metric.WithUnit("{lock}"),
-		metric.WithDescription("Locks that a keep-alive lost, by reason."))
+		metric.WithDescription("Handles that a keep-alive lost, by reason."))
 	err = errors.Join(err, e)
 	h.held, e = m.Int64UpDownCounter("redislock.held", metric.WithUnit("{lock}"),
-		metric.WithDescription("Locks obtained and not yet released or lost."))
+		metric.WithDescription("Handles obtained and not yet released or lost."))
 	err = errors.Join(err, e)
 	h.waiting, e = m.Int64UpDownCounter("redislock.waiting", metric.WithUnit("{call}"),
 		metric.WithDescription("Obtain calls in progress."))
@@ -88,39 +125,38 @@ func newMetricsHook(cfg *config) (*metricsHook, error) {
 	return h, nil
 }
 
-// set returns the measurement option of the attributes of every point
-// (those of WithAttributes, the kind, the name) plus k1=v1 and k2=v2 when
-// they are not empty.
-func (h *metricsHook) set(kind redislock.Kind, keys []string, k1 attribute.Key, v1 string, k2 attribute.Key, v2 string) metric.MeasurementOption {
-	key := setKey{kind: kind, name: h.cfg.name(keys), k1: string(k1), v1: v1, k2: string(k2), v2: v2}
-	if o, ok := h.sets.Load(key); ok {
-		return o.(metric.MeasurementOption)
+// series returns the series of a handle of kind with keys.
+func (h *metricsHook) series(kind redislock.Kind, keys []string) *series {
+	if h.cfg.keyName == nil && int(kind) < len(h.byKind) {
+		p := &h.byKind[kind]
+		if s := p.Load(); s != nil {
+			return s
+		}
+		p.CompareAndSwap(nil, newSeries(h.cfg, kind, ""))
+		return p.Load()
 	}
-	attrs := append(slices.Clip(h.cfg.attrs), attrKind.String(kind.String()))
-	if key.name != "" {
-		attrs = append(attrs, attrName.String(key.name))
+	key := seriesKey{kind: kind, name: h.cfg.name(keys)}
+	if s, ok := h.named.Load(key); ok {
+		return s.(*series)
 	}
-	if k1 != "" {
-		attrs = append(attrs, k1.String(v1))
-	}
-	if k2 != "" {
-		attrs = append(attrs, k2.String(v2))
-	}
-	o, _ := h.sets.LoadOrStore(key, metric.WithAttributeSet(attribute.NewSet(attrs...)))
-	return o.(metric.MeasurementOption)
+	s, _ := h.named.LoadOrStore(key, newSeries(h.cfg, kind, key.name))
+	return s.(*series)
 }
 
 func (h *metricsHook) ObtainStart(ctx context.Context, e redislock.ObtainEvent) context.Context {
-	h.waiting.Add(ctx, 1, h.set(e.Kind, e.Keys, "", "", "", ""))
+	h.waiting.Add(ctx, 1, h.series(e.Kind, e.Keys).base...)
 	return ctx
 }
 
 func (h *metricsHook) ObtainDone(ctx context.Context, e redislock.ObtainEvent) {
-	base := h.set(e.Kind, e.Keys, "", "", "", "")
-	h.waiting.Add(ctx, -1, base)
-	h.acquire.Record(ctx, e.Duration.Seconds(), h.set(e.Kind, e.Keys, attrOutcome, e.Outcome.String(), attrWait, e.Wait.String()))
+	s := h.series(e.Kind, e.Keys)
+	h.waiting.Add(ctx, -1, s.base...)
+	o, w := int(e.Outcome)-1, int(e.Wait)-1
+	if o >= 0 && o < len(s.acquire) && w >= 0 && w < len(s.acquire[o]) {
+		h.acquire.Record(ctx, e.Duration.Seconds(), s.acquire[o][w]...)
+	}
 	if e.Outcome == redislock.OutcomeObtained {
-		h.held.Add(ctx, 1, base)
+		h.held.Add(ctx, 1, s.base...)
 	}
 }
 
@@ -128,32 +164,38 @@ func (h *metricsHook) ReleaseDone(ctx context.Context, e redislock.ReleaseEvent)
 	if !e.EndsHold {
 		return
 	}
-	h.held.Add(ctx, -1, h.set(e.Kind, e.Keys, "", "", "", ""))
-	end := "released"
+	s := h.series(e.Kind, e.Keys)
+	h.held.Add(ctx, -1, s.base...)
+	end := endReleased
 	switch {
+	case errors.Is(e.Err, redislock.ErrLockNotHeld):
+		end = endNotHeld
 	case e.Err != nil:
-		end = releaseEnd(e.Err)
+		end = endError
 	case e.HandedOver > 0:
-		end = "handed_over"
+		end = endHandedOver
 	}
-	h.hold.Record(ctx, e.Held.Seconds(), h.set(e.Kind, e.Keys, attrEnd, end, "", ""))
+	h.hold.Record(ctx, e.Held.Seconds(), s.hold[end]...)
 }
 
 func (h *metricsHook) Lost(e redislock.LostEvent) {
 	ctx := context.Background()
-	h.lost.Add(ctx, 1, h.set(e.Kind, e.Keys, attrReason, e.Reason.String(), "", ""))
+	s := h.series(e.Kind, e.Keys)
+	if r := int(e.Reason) - 1; r >= 0 && r < len(s.lost) {
+		h.lost.Add(ctx, 1, s.lost[r]...)
+	}
 	if e.EndsHold {
-		h.held.Add(ctx, -1, h.set(e.Kind, e.Keys, "", "", "", ""))
-		h.hold.Record(ctx, e.Held.Seconds(), h.set(e.Kind, e.Keys, attrEnd, "lost", "", ""))
+		h.held.Add(ctx, -1, s.base...)
+		h.hold.Record(ctx, e.Held.Seconds(), s.hold[endLost]...)
 	}
 }
 
 // releaseEnd is the redislock.end of a hold whose Release failed with err:
-// "not_held" when the lock had expired or been taken, "error" when Redis
+// "not_held" when the handle had expired or been taken, "error" when Redis
 // failed (the keys then expire by their TTL).
 func releaseEnd(err error) string {
 	if errors.Is(err, redislock.ErrLockNotHeld) {
-		return "not_held"
+		return ends[endNotHeld]
 	}
-	return "error"
+	return ends[endError]
 }

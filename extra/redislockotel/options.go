@@ -29,6 +29,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/redislock/redislock"
 )
 
 // instrumentationName names the meter and the tracer.
@@ -117,10 +119,29 @@ const (
 	attrKeys       = attribute.Key("redislock.keys")
 )
 
-// name returns the low-cardinality name of a lock with keys, or "".
+// name returns the low-cardinality name of a handle with keys, or "".
 func (c *config) name(keys []string) string {
 	if c.keyName == nil || len(keys) == 0 {
 		return ""
 	}
 	return c.keyName(keys[0])
+}
+
+// baseAttrs returns the attributes of every point and span of a handle of
+// kind called name: those of WithAttributes, the kind, and the name when
+// it is not empty.
+func (c *config) baseAttrs(kind redislock.Kind, name string) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, len(c.attrs)+2)
+	attrs = append(attrs, c.attrs...)
+	attrs = append(attrs, attrKind.String(kind.String()))
+	if name != "" {
+		attrs = append(attrs, attrName.String(name))
+	}
+	return attrs
+}
+
+// seriesKey names the handles of one kind and name.
+type seriesKey struct {
+	kind redislock.Kind
+	name string
 }

@@ -3,7 +3,8 @@ package redislockotel
 import (
 	"context"
 	"errors"
-	"time"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -13,10 +14,11 @@ import (
 )
 
 // InstrumentTracing adds a hook to c that traces its obtain calls,
-// releases and refreshes (see the package documentation), with the tracer
-// of [WithTracerProvider]. Call it once per Client, before the Client is
-// used (see [redislock.Client.AddHook]); each call adds another hook. It
-// returns no error today; the error is there for tracers that may fail.
+// releases and refreshes, of every primitive (see the package
+// documentation), with the tracer of [WithTracerProvider]. Call it once
+// per Client, before the Client is used (see [redislock.Client.AddHook]);
+// each call adds another hook. It returns no error today; the error is
+// there for tracers that may fail.
 func InstrumentTracing(c *redislock.Client, opts ...TracingOption) error {
 	cfg := newConfig()
 	for _, o := range opts {
@@ -27,38 +29,87 @@ func InstrumentTracing(c *redislock.Client, opts ...TracingOption) error {
 }
 
 func newTracingHook(cfg *config) *tracingHook {
-	return &tracingHook{
-		cfg:    cfg,
-		tracer: cfg.tp.Tracer(instrumentationName),
-		opts:   []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(cfg.attrs...)},
+	h := &tracingHook{cfg: cfg, tracer: cfg.tp.Tracer(instrumentationName)}
+	h.bufs.New = func() any {
+		b := make([]attribute.KeyValue, 0, 8)
+		return &b
 	}
+	return h
 }
 
 // tracingHook starts a span in each Start method and ends it in the
 // matching Done. The span is found again through a context key of the
 // hook's own, so that the spans of another hook in between do not mix in.
+//
+// What is the same for many spans is made once: the names and start
+// options of each kind and name (kinds without a key-name function are
+// kept in an array, the others in a map), and the attribute slices that
+// each Done passes to the span come from a pool, so that the hook's own
+// work allocates nothing per span beyond its context value.
 type tracingHook struct {
 	redislock.NopHook
 	cfg    *config
 	tracer trace.Tracer
-	opts   []trace.SpanStartOption // the same for every span, made once
+
+	byKind [8]atomic.Pointer[spanSet] // without a key-name function, by kind
+	named  sync.Map                   // seriesKey → *spanSet, with one
+	bufs   sync.Pool                  // *[]attribute.KeyValue
+}
+
+// spanSet is what the spans of one kind and name share.
+type spanSet struct {
+	obtain, release, refresh string // span names
+	opts                     []trace.SpanStartOption
+}
+
+// The span names of each kind: obtain, release, refresh.
+var spanNames = [...][3]string{
+	redislock.KindLock:      {"redislock.obtain", "redislock.release", "redislock.refresh"},
+	redislock.KindSemaphore: {"redislock.semaphore.acquire", "redislock.semaphore.release", "redislock.semaphore.refresh"},
+	redislock.KindRead:      {"redislock.rwmutex.rlock", "redislock.rwmutex.runlock", "redislock.rwmutex.refresh"},
+	redislock.KindWrite:     {"redislock.rwmutex.lock", "redislock.rwmutex.unlock", "redislock.rwmutex.refresh"},
+	redislock.KindElection:  {"redislock.election.campaign", "redislock.election.resign", "redislock.election.refresh"},
+}
+
+func (h *tracingHook) newSpanSet(kind redislock.Kind, name string) *spanSet {
+	names := spanNames[redislock.KindLock]
+	if int(kind) < len(spanNames) && spanNames[kind][0] != "" {
+		names = spanNames[kind]
+	}
+	attrs := h.cfg.baseAttrs(kind, name)
+	return &spanSet{
+		obtain: names[0], release: names[1], refresh: names[2],
+		opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)},
+	}
+}
+
+// set returns the spanSet of a handle of kind with keys.
+func (h *tracingHook) set(kind redislock.Kind, keys []string) *spanSet {
+	if h.cfg.keyName == nil && int(kind) < len(h.byKind) {
+		p := &h.byKind[kind]
+		if s := p.Load(); s != nil {
+			return s
+		}
+		s := h.newSpanSet(kind, "")
+		p.CompareAndSwap(nil, s)
+		return p.Load()
+	}
+	key := seriesKey{kind: kind, name: h.cfg.name(keys)}
+	if s, ok := h.named.Load(key); ok {
+		return s.(*spanSet)
+	}
+	s, _ := h.named.LoadOrStore(key, h.newSpanSet(kind, key.name))
+	return s.(*spanSet)
 }
 
 type spanKey struct{ h *tracingHook }
 
-// start starts a span; the attributes of the event go on it only when it
-// records (a span that the sampler dropped costs no more than that).
-func (h *tracingHook) start(ctx context.Context, name string, kind redislock.Kind, keys []string, ttl time.Duration) context.Context {
-	ctx, span := h.tracer.Start(ctx, name, h.opts...)
+// start starts a span; it is found again by the Done methods only when
+// it records (one that the sampler dropped costs no more than that).
+func (h *tracingHook) start(ctx context.Context, name string, opts []trace.SpanStartOption) context.Context {
+	ctx, span := h.tracer.Start(ctx, name, opts...)
 	if !span.IsRecording() {
 		return ctx
-	}
-	span.SetAttributes(attrKind.String(kind.String()), attrKeys.Int(len(keys)))
-	if n := h.cfg.name(keys); n != "" {
-		span.SetAttributes(attrName.String(n))
-	}
-	if ttl > 0 {
-		span.SetAttributes(attrTTL.Float64(ttl.Seconds()))
 	}
 	return context.WithValue(ctx, spanKey{h}, span)
 }
@@ -70,24 +121,37 @@ func (h *tracingHook) span(ctx context.Context) trace.Span {
 	return nil
 }
 
-func (h *tracingHook) ObtainStart(ctx context.Context, e redislock.ObtainEvent) context.Context {
-	return h.start(ctx, "redislock.obtain", e.Kind, e.Keys, e.TTL)
+// end sets attrs on s and ends it, then gives the buffer back.
+func (h *tracingHook) end(s trace.Span, buf *[]attribute.KeyValue) {
+	s.SetAttributes(*buf...)
+	s.End()
+	clear(*buf) // drop the strings it refers to
+	*buf = (*buf)[:0]
+	h.bufs.Put(buf)
 }
 
+func (h *tracingHook) buf() *[]attribute.KeyValue { return h.bufs.Get().(*[]attribute.KeyValue) }
+
+func (h *tracingHook) ObtainStart(ctx context.Context, e redislock.ObtainEvent) context.Context {
+	s := h.set(e.Kind, e.Keys)
+	return h.start(ctx, s.obtain, s.opts)
+}
+
+// ObtainAttempt adds an event for each attempt that did not obtain the
+// handle: the one that did is the span's end, whose attributes say all
+// that it would (attempts, wait, handed_over).
 func (h *tracingHook) ObtainAttempt(ctx context.Context, e redislock.AttemptEvent) {
+	if e.Outcome == redislock.OutcomeObtained {
+		return
+	}
 	s := h.span(ctx)
 	if s == nil {
 		return
 	}
-	// Only what is true, to keep each event small: blocked and
-	// handed_over are absent when false.
-	attrs := make([]attribute.KeyValue, 2, 4)
+	attrs := make([]attribute.KeyValue, 2, 3)
 	attrs[0], attrs[1] = attrAttempt.Int(e.Attempt), attrOutcome.String(e.Outcome.String())
 	if e.Blocked {
 		attrs = append(attrs, attrBlocked.Bool(true))
-	}
-	if e.HandedOver {
-		attrs = append(attrs, attrHandedOver.Bool(true))
 	}
 	s.AddEvent("attempt", trace.WithAttributes(attrs...))
 	if e.Err != nil {
@@ -100,22 +164,28 @@ func (h *tracingHook) ObtainDone(ctx context.Context, e redislock.ObtainEvent) {
 	if s == nil {
 		return
 	}
-	s.SetAttributes(
+	buf := h.buf()
+	*buf = append(*buf,
 		attrOutcome.String(e.Outcome.String()),
 		attrAttempts.Int(e.Attempts),
 		attrWait.String(e.Wait.String()),
+		attrTTL.Float64(e.TTL.Seconds()),
 	)
+	if len(e.Keys) > 1 {
+		*buf = append(*buf, attrKeys.Int(len(e.Keys)))
+	}
 	if e.HandedOver {
-		s.SetAttributes(attrHandedOver.Bool(true))
+		*buf = append(*buf, attrHandedOver.Bool(true))
 	}
 	if e.Outcome == redislock.OutcomeError {
 		s.SetStatus(codes.Error, e.Err.Error())
 	}
-	s.End()
+	h.end(s, buf)
 }
 
 func (h *tracingHook) ReleaseStart(ctx context.Context, e redislock.ReleaseEvent) context.Context {
-	return h.start(ctx, "redislock.release", e.Kind, e.Keys, 0)
+	s := h.set(e.Kind, e.Keys)
+	return h.start(ctx, s.release, s.opts)
 }
 
 func (h *tracingHook) ReleaseDone(ctx context.Context, e redislock.ReleaseEvent) {
@@ -123,26 +193,28 @@ func (h *tracingHook) ReleaseDone(ctx context.Context, e redislock.ReleaseEvent)
 	if s == nil {
 		return
 	}
+	buf := h.buf()
 	if e.HandedOver > 0 {
-		s.SetAttributes(attrHandedOver.Int(e.HandedOver))
+		*buf = append(*buf, attrHandedOver.Int(e.HandedOver))
 	}
 	if e.EndsHold {
-		s.SetAttributes(attrHeld.Float64(e.Held.Seconds()))
+		*buf = append(*buf, attrHeld.Float64(e.Held.Seconds()))
 	}
 	if e.Err != nil {
-		// Not held: the lock had been lost before; an error: Redis failed
-		// and the keys expire by their TTL. Both are worth a look.
-		s.SetAttributes(attrEnd.String(releaseEnd(e.Err)))
+		// Not held: the handle had been lost before; an error: Redis
+		// failed and the keys expire by their TTL. Both are worth a look.
+		*buf = append(*buf, attrEnd.String(releaseEnd(e.Err)))
 		s.SetStatus(codes.Error, e.Err.Error())
 	}
-	s.End()
+	h.end(s, buf)
 }
 
 func (h *tracingHook) RefreshStart(ctx context.Context, e redislock.RefreshEvent) context.Context {
 	if e.KeepAlive {
 		return ctx
 	}
-	return h.start(ctx, "redislock.refresh", e.Kind, e.Keys, e.TTL)
+	s := h.set(e.Kind, e.Keys)
+	return h.start(ctx, s.refresh, s.opts)
 }
 
 func (h *tracingHook) RefreshDone(ctx context.Context, e redislock.RefreshEvent) {
@@ -150,15 +222,15 @@ func (h *tracingHook) RefreshDone(ctx context.Context, e redislock.RefreshEvent)
 	if s == nil || e.KeepAlive {
 		return
 	}
+	outcome := redislock.OutcomeObtained
 	if e.Err != nil {
-		outcome := redislock.OutcomeError
+		outcome = redislock.OutcomeError
 		if errors.Is(e.Err, redislock.ErrNotObtained) {
 			outcome = redislock.OutcomeNotObtained
 		}
-		s.SetAttributes(attrOutcome.String(outcome.String()))
 		s.SetStatus(codes.Error, e.Err.Error())
-	} else {
-		s.SetAttributes(attrOutcome.String(redislock.OutcomeObtained.String()))
 	}
-	s.End()
+	buf := h.buf()
+	*buf = append(*buf, attrOutcome.String(outcome.String()), attrTTL.Float64(e.TTL.Seconds()))
+	h.end(s, buf)
 }
