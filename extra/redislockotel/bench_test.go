@@ -2,6 +2,7 @@ package redislockotel_test
 
 import (
 	"context"
+	rtmetrics "runtime/metrics"
 	"slices"
 	"syscall"
 	"testing"
@@ -10,59 +11,38 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redislock/redislock"
 	"github.com/redislock/redislock/extra/redislockotel"
 	"github.com/redislock/redislock/internal/redistest"
 )
 
-// Obtain+Release with no hook, a hook that does nothing, and the
-// OpenTelemetry hooks (metrics alone, tracing alone, both) on the SDK with
-// a no-op span exporter behind the usual batcher, or called on each span's
-// End, and a metric reader that is never collected: in one run, on one
-// server.
-//
-// Run with: go test -run '^$' -bench ObtainRelease -benchmem
-func BenchmarkObtainRelease(b *testing.B) {
-	rdb := redistest.Standalone(b)
+// The SDK set-up of the benchmarks is the one a service runs, minus the
+// network: a MeterProvider whose reader is never collected, and a
+// TracerProvider that samples every span (the default sampler,
+// ParentBased(AlwaysSample), with no parent: all of them) and hands each
+// ended span to the default batch span processor, which exports to a
+// no-op exporter. Every span is recorded, with its attributes and events,
+// and goes through the processor's queue, as in production; only the
+// export's own cost is left out, since it depends on the exporter and the
+// collector, not on this module. otel-tracing-sync and otel-sync hand
+// the same spans to the same exporter on End, through the simple span
+// processor: no goroutine to wake per span.
+
+// providers returns the SDK providers of the benchmarks, shut down at the
+// end of b.
+func providers(b *testing.B) (mp *sdkmetric.MeterProvider, tp, syncTP *sdktrace.TracerProvider) {
 	ctx := context.Background()
-	mp, tp, syncTP, unsampledTP := providers(b)
-	for _, bc := range variants(b, mp, tp, syncTP, unsampledTP) {
-		b.Run(bc.name, func(b *testing.B) {
-			key := redistest.Key(b, "lock")
-			locker := redislock.New(rdb)
-			bc.setup(locker)
-			defer reportCPU(b)()
-			for b.Loop() {
-				lock, err := locker.Obtain(ctx, key, time.Minute, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := lock.Release(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-// reportCPU adds the metric cpu-ns/op: the process's CPU time (user and
-// system, every goroutine: go-redis's, the SDK's) per operation. On a busy
-// machine it varies much less than the wall-clock ns/op, since it does not
-// count the time spent waiting for a core or for Redis.
-func reportCPU(b *testing.B) (stop func()) {
-	start := cpuTime(b)
-	return func() {
-		b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
-	}
-}
-
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	syncTP = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+	b.Cleanup(func() {
+		_ = mp.Shutdown(ctx)
+		_ = tp.Shutdown(ctx)
+		_ = syncTP.Shutdown(ctx)
+	})
+	return mp, tp, syncTP
 }
 
 // variant is one way of instrumenting a Client.
@@ -73,107 +53,164 @@ type variant struct {
 
 // variants are the Clients compared: no hook, a hook that does nothing,
 // and the OpenTelemetry hooks on the given providers.
-func variants(b *testing.B, mp *sdkmetric.MeterProvider, tp, syncTP, unsampledTP *sdktrace.TracerProvider) []variant {
+func variants(b *testing.B, mp *sdkmetric.MeterProvider, tp, syncTP *sdktrace.TracerProvider) []variant {
+	metricsOn := func(c *redislock.Client) {
+		if err := redislockotel.InstrumentMetrics(c, redislockotel.WithMeterProvider(mp)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tracingOn := func(tp *sdktrace.TracerProvider) func(c *redislock.Client) {
+		return func(c *redislock.Client) {
+			if err := redislockotel.InstrumentTracing(c, redislockotel.WithTracerProvider(tp)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	return []variant{
 		{"no-hook", func(*redislock.Client) {}},
 		{"nop-hook", func(c *redislock.Client) { c.AddHook(redislock.NopHook{}) }},
-		{"otel-metrics", func(c *redislock.Client) {
-			if err := redislockotel.InstrumentMetrics(c, redislockotel.WithMeterProvider(mp)); err != nil {
-				b.Fatal(err)
-			}
-		}},
-		{"otel-tracing", func(c *redislock.Client) {
-			if err := redislockotel.InstrumentTracing(c, redislockotel.WithTracerProvider(tp)); err != nil {
-				b.Fatal(err)
-			}
-		}},
-		{"otel", func(c *redislock.Client) {
-			if err := redislockotel.InstrumentMetrics(c, redislockotel.WithMeterProvider(mp)); err != nil {
-				b.Fatal(err)
-			}
-			if err := redislockotel.InstrumentTracing(c, redislockotel.WithTracerProvider(tp)); err != nil {
-				b.Fatal(err)
-			}
-		}},
-		{"otel-sync-export", func(c *redislock.Client) {
-			if err := redislockotel.InstrumentMetrics(c, redislockotel.WithMeterProvider(mp)); err != nil {
-				b.Fatal(err)
-			}
-			if err := redislockotel.InstrumentTracing(c, redislockotel.WithTracerProvider(syncTP)); err != nil {
-				b.Fatal(err)
-			}
-		}},
-		{"otel-unsampled", func(c *redislock.Client) {
-			if err := redislockotel.InstrumentMetrics(c, redislockotel.WithMeterProvider(mp)); err != nil {
-				b.Fatal(err)
-			}
-			if err := redislockotel.InstrumentTracing(c, redislockotel.WithTracerProvider(unsampledTP)); err != nil {
-				b.Fatal(err)
-			}
-		}},
+		{"otel-metrics", metricsOn},
+		{"otel-tracing", tracingOn(tp)},
+		{"otel", func(c *redislock.Client) { metricsOn(c); tracingOn(tp)(c) }},
+		{"otel-tracing-sync", tracingOn(syncTP)},
+		{"otel-sync", func(c *redislock.Client) { metricsOn(c); tracingOn(syncTP)(c) }},
+		{"bare-spans-sync", func(c *redislock.Client) { c.AddHook(&bareSpans{tracer: syncTP.Tracer("bare")}) }},
 	}
 }
 
-// providers returns the SDK providers of the benchmarks, shut down at the
-// end of b.
-func providers(b *testing.B) (mp *sdkmetric.MeterProvider, tp, syncTP, unsampledTP *sdktrace.TracerProvider) {
-	ctx := context.Background()
-	mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-	// The same, exporting each span on End: no goroutine to wake per span.
-	syncTP = sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
-	// The same, with a sampler that records no span.
-	unsampledTP = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-	b.Cleanup(func() {
-		_ = mp.Shutdown(ctx)
-		_ = tp.Shutdown(ctx)
-		_ = syncTP.Shutdown(ctx)
-		_ = unsampledTP.Shutdown(ctx)
-	})
-	return mp, tp, syncTP, unsampledTP
+// bareSpans is the floor of tracing an Obtain+Release with the SDK: a span
+// started and ended around each obtain call and release, with no
+// attribute and no event, found again through the SDK's own context key.
+type bareSpans struct {
+	redislock.NopHook
+	tracer trace.Tracer
 }
 
-// BenchmarkInterleaved runs one Obtain+Release of every variant per
-// iteration, in turn, and reports the median time of each (name-ns/op) and
-// its ratio to no hook (name-x): a machine whose load changes from second
-// to second slows every variant alike, which separate benchmarks, run one
-// after the other, do not. ns/op is that of the whole round.
+func (h *bareSpans) ObtainStart(ctx context.Context, _ redislock.ObtainEvent) context.Context {
+	ctx, _ = h.tracer.Start(ctx, "obtain")
+	return ctx
+}
+
+func (h *bareSpans) ObtainDone(ctx context.Context, _ redislock.ObtainEvent) {
+	trace.SpanFromContext(ctx).End()
+}
+
+func (h *bareSpans) ReleaseStart(ctx context.Context, _ redislock.ReleaseEvent) context.Context {
+	ctx, _ = h.tracer.Start(ctx, "release")
+	return ctx
+}
+
+func (h *bareSpans) ReleaseDone(ctx context.Context, _ redislock.ReleaseEvent) {
+	trace.SpanFromContext(ctx).End()
+}
+
+// Obtain+Release with each variant, one benchmark after the other.
 //
-// Run with: go test -run '^$' -bench Interleaved -benchtime 5000x
+// Run with: go test -run '^$' -bench ObtainRelease -benchmem
+func BenchmarkObtainRelease(b *testing.B) {
+	rdb := redistest.Standalone(b)
+	ctx := context.Background()
+	mp, tp, syncTP := providers(b)
+	for _, bc := range variants(b, mp, tp, syncTP) {
+		b.Run(bc.name, func(b *testing.B) {
+			key := redistest.Key(b, "lock")
+			locker := redislock.New(rdb)
+			bc.setup(locker)
+			for b.Loop() {
+				obtainRelease(b, ctx, locker, key)
+			}
+		})
+	}
+}
+
+func obtainRelease(b *testing.B, ctx context.Context, locker *redislock.Client, key string) {
+	lock, err := locker.Obtain(ctx, key, time.Minute, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := lock.Release(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// interleavedBlock is how many Obtain+Release of one variant run in a row.
+const interleavedBlock = 10
+
+// BenchmarkInterleaved runs the variants in turn, a block of
+// interleavedBlock Obtain+Release each per iteration (the first variant
+// of each iteration rotating), and reports for each variant:
+//
+//   - name-ns/op: the median time of an Obtain+Release, and name-x its
+//     ratio to no-hook's;
+//   - name-cpu-ns/op: the process's CPU time (user and system, every
+//     goroutine: go-redis's, the SDK's batch processor) during its blocks,
+//     per Obtain+Release, and name-cpu-x its ratio to no-hook's;
+//   - name-allocs/op: the heap allocations during its blocks, per
+//     Obtain+Release (every goroutine's).
+//
+// A machine whose load changes from second to second slows every variant
+// alike, which separate benchmarks, one after the other, do not; blocks,
+// rather than one call of each in turn, keep the background work that a
+// variant leaves (the batch processor's goroutine) in its own block but
+// for the first call of the next. ns/op is that of a whole iteration.
+//
+// Run with: go test -run '^$' -bench Interleaved -benchtime 400x
 func BenchmarkInterleaved(b *testing.B) {
 	rdb := redistest.Standalone(b)
 	ctx := context.Background()
-	mp, tp, syncTP, unsampledTP := providers(b)
-	vs := variants(b, mp, tp, syncTP, unsampledTP)
+	mp, tp, syncTP := providers(b)
+	vs := variants(b, mp, tp, syncTP)
 	lockers := make([]*redislock.Client, len(vs))
 	keys := make([]string, len(vs))
 	for i, v := range vs {
 		lockers[i] = redislock.New(rdb)
 		v.setup(lockers[i])
 		keys[i] = redistest.Key(b, v.name)
+		obtainRelease(b, ctx, lockers[i], keys[i]) // scripts loaded, sets made
 	}
 	times := make([][]time.Duration, len(vs))
-	for b.Loop() {
-		for i, locker := range lockers {
-			start := time.Now()
-			lock, err := locker.Obtain(ctx, keys[i], time.Minute, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := lock.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-			times[i] = append(times[i], time.Since(start))
-		}
+	cpu := make([]time.Duration, len(vs))
+	allocs := make([]uint64, len(vs))
+	sample := []rtmetrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	heapAllocs := func() uint64 {
+		rtmetrics.Read(sample)
+		return sample[0].Value.Uint64()
 	}
-	base := median(times[0])
+	round := 0
+	for b.Loop() {
+		for j := range vs {
+			i := (round + j) % len(vs)
+			c0, a0 := cpuTime(b), heapAllocs()
+			for range interleavedBlock {
+				start := time.Now()
+				obtainRelease(b, ctx, lockers[i], keys[i])
+				times[i] = append(times[i], time.Since(start))
+			}
+			cpu[i] += cpuTime(b) - c0
+			allocs[i] += heapAllocs() - a0
+		}
+		round++
+	}
+	base, baseCPU := median(times[0]), cpu[0]
 	for i, v := range vs {
+		n := float64(len(times[i]))
 		m := median(times[i])
 		b.ReportMetric(float64(m.Nanoseconds()), v.name+"-ns/op")
+		b.ReportMetric(float64(cpu[i].Nanoseconds())/n, v.name+"-cpu-ns/op")
+		b.ReportMetric(float64(allocs[i])/n, v.name+"-allocs/op")
 		if i > 0 {
 			b.ReportMetric(float64(m)/float64(base), v.name+"-x")
+			b.ReportMetric(float64(cpu[i])/float64(baseCPU), v.name+"-cpu-x")
 		}
 	}
+}
+
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func median(d []time.Duration) time.Duration {

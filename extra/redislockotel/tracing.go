@@ -60,6 +60,7 @@ type tracingHook struct {
 type spanSet struct {
 	obtain, release, refresh string // span names
 	opts                     []trace.SpanStartOption
+	attrs                    []attribute.KeyValue // set with the others at the end
 }
 
 // The span names of each kind: obtain, release, refresh.
@@ -79,7 +80,8 @@ func (h *tracingHook) newSpanSet(kind redislock.Kind, name string) *spanSet {
 	attrs := h.cfg.baseAttrs(kind, name)
 	return &spanSet{
 		obtain: names[0], release: names[1], refresh: names[2],
-		opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)},
+		opts:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
+		attrs: attrs,
 	}
 }
 
@@ -165,6 +167,7 @@ func (h *tracingHook) ObtainDone(ctx context.Context, e redislock.ObtainEvent) {
 		return
 	}
 	buf := h.buf()
+	*buf = append(*buf, h.set(e.Kind, e.Keys).attrs...)
 	*buf = append(*buf,
 		attrOutcome.String(e.Outcome.String()),
 		attrAttempts.Int(e.Attempts),
@@ -194,6 +197,7 @@ func (h *tracingHook) ReleaseDone(ctx context.Context, e redislock.ReleaseEvent)
 		return
 	}
 	buf := h.buf()
+	*buf = append(*buf, h.set(e.Kind, e.Keys).attrs...)
 	if e.HandedOver > 0 {
 		*buf = append(*buf, attrHandedOver.Int(e.HandedOver))
 	}
@@ -231,6 +235,7 @@ func (h *tracingHook) RefreshDone(ctx context.Context, e redislock.RefreshEvent)
 		s.SetStatus(codes.Error, e.Err.Error())
 	}
 	buf := h.buf()
+	*buf = append(*buf, h.set(e.Kind, e.Keys).attrs...)
 	*buf = append(*buf, attrOutcome.String(outcome.String()), attrTTL.Float64(e.TTL.Seconds()))
 	h.end(s, buf)
 }
