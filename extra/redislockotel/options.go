@@ -1,27 +1,34 @@
-// Package redislockotel records the locks of a [redislock.Client] as
-// OpenTelemetry metrics and traces, through [redislock.Hook]s: call
-// [InstrumentMetrics] and [InstrumentTracing] once, after [redislock.New]
-// and before the Client is used.
+// Package redislockotel records the locks of a [redislock.Client], and its
+// other primitives, as OpenTelemetry metrics and traces, through
+// [redislock.Hook]s: call [InstrumentMetrics] and [InstrumentTracing]
+// once, after [redislock.New] and before the Client is used.
 //
 // Metrics, in seconds, under the redislock. namespace (see
 // docs/observability.md in the redislock repository for what each answers):
 //
 //	redislock.acquire.duration  histogram, s   obtain calls: redislock.outcome, redislock.wait
 //	redislock.hold.duration     histogram, s   from obtain to release or loss: redislock.end
-//	redislock.lost              counter        locks a keep-alive lost: redislock.reason
-//	redislock.held              up-down        locks obtained and not yet released or lost
+//	redislock.lost              counter        handles a keep-alive lost: redislock.reason
+//	redislock.held              up-down        handles obtained and not yet released or lost
 //	redislock.waiting           up-down        obtain calls in progress
 //
-// Every point also has redislock.kind ("lock"), the attributes of
-// [WithAttributes], and redislock.name when [WithKeyName] maps the lock's
-// first key to one. Lock keys are never attributes by themselves: there are
-// as many as there are locked things.
+// Every point also has redislock.kind, the primitive ("lock", "semaphore"
+// for permits, "read" and "write" for an RWMutex's holds, "election" for
+// campaigns and leaderships: see [redislock.Hook] for what each reports),
+// the attributes of [WithAttributes], and redislock.name when
+// [WithKeyName] maps the handle's first key (a semaphore's key, an RWMutex's
+// or an election's name) to one. Keys are never attributes by themselves:
+// there are as many as there are locked things.
 //
-// Spans: "redislock.obtain" per obtain call, with an event per attempt,
-// "redislock.release" per Release and "redislock.refresh" per
-// [redislock.Lock.Refresh] call (a keep-alive's refreshes have no caller's
-// context and are not traced), children of the span in the caller's
-// context.
+// Spans, children of the span in the caller's context, one per obtain
+// call, release and Refresh call, named for the primitive and the
+// operation: "redislock.obtain", "redislock.release", "redislock.refresh"
+// for locks; "redislock.semaphore.acquire", ".release", ".refresh";
+// "redislock.rwmutex.rlock", ".runlock", ".lock", ".unlock", ".refresh";
+// "redislock.election.campaign", ".resign". An obtain span has an event
+// per attempt that did not obtain (the one that did is the span's end).
+// A keep-alive's refreshes have no caller's context and are not traced.
+// The attributes are set once, when the span ends.
 package redislockotel
 
 import (
@@ -93,7 +100,8 @@ func WithAttributes(attrs ...attribute.KeyValue) Option {
 }
 
 // WithKeyName gives each point and span the attribute redislock.name,
-// name(first key of the lock), unless name returns "". name must return
+// name(first key of the lock; the key or name of the other primitives),
+// unless name returns "". name must return
 // few distinct values (a job type, not a job id): each is a time series.
 // It is called on the goroutines of the lock's calls and must be safe for
 // concurrent use.

@@ -8,8 +8,8 @@
 //	locker := redislock.New(rdb)
 //	locker.AddHook(c)
 //
-// The metrics (see docs/observability.md in the redislock repository for
-// what each answers):
+// The metrics, of every primitive (see docs/observability.md in the
+// redislock repository for what each answers):
 //
 //	redislock_acquire_duration_seconds  histogram  obtain calls, by outcome and wait
 //	redislock_hold_duration_seconds     histogram  from obtain to release or loss, by end
@@ -17,8 +17,11 @@
 //	redislock_held                      gauge      locks obtained and not yet released or lost
 //	redislock_waiting                   gauge      obtain calls in progress
 //
-// Every series has the label kind ("lock"), and name when
-// [Options.KeyName] is set. Lock keys are never labels by themselves.
+// Every series has the label kind, the primitive it counts ("lock",
+// "semaphore" for permits, "read" and "write" for the holds of an
+// RWMutex, "election" for leaderships and campaigns: see
+// [redislock.Hook]), and name when [Options.KeyName] is set. Keys are
+// never labels by themselves.
 package redislockprom
 
 import (
@@ -42,7 +45,7 @@ type Options struct {
 	ConstLabels prometheus.Labels
 
 	// KeyName, when set, adds the label name: KeyName(first key of the
-	// lock). It must return few distinct values (a job type, not a job
+	// lock; the key or name of a semaphore, RWMutex or election). It must return few distinct values (a job type, not a job
 	// id): each is a set of series. It is called on the goroutines of the
 	// locks' calls and must be safe for concurrent use.
 	// Default: nil, no name label.
@@ -70,8 +73,9 @@ type Collector struct {
 
 // NewCollector returns a Collector with no series observed yet, except
 // that, without a KeyName, the lost counters of every reason and the held
-// and waiting gauges start at 0 (so that rate() and alerts see them from
-// the start).
+// and waiting gauges of locks (kind "lock") start at 0 (so that rate() and
+// alerts see them from the start); the other kinds' series appear with
+// their first event.
 func NewCollector(opt *Options) *Collector {
 	var o Options
 	if opt != nil {
@@ -99,19 +103,19 @@ func NewCollector(opt *Options) *Collector {
 		}, labels("outcome", "wait")),
 		hold: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: o.Namespace, Name: "hold_duration_seconds", ConstLabels: o.ConstLabels, Buckets: o.HoldBuckets,
-			Help: "Time locks were held, from the obtain to the release or loss, by end (released, handed_over, not_held, error, lost).",
+			Help: "Time locks (and permits, holds, leaderships: see kind) were held, from the obtain to the release or loss, by end (released, handed_over, not_held, error, lost).",
 		}, labels("end")),
 		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: o.Namespace, Name: "lost_total", ConstLabels: o.ConstLabels,
-			Help: "Locks that a keep-alive lost, by reason (gone, taken, expired, max_hold, error).",
+			Help: "Locks (and permits, holds, leaderships: see kind) that a keep-alive lost, by reason (gone, taken, expired, max_hold, error).",
 		}, labels("reason")),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: o.Namespace, Name: "held", ConstLabels: o.ConstLabels,
-			Help: "Locks obtained and not yet released or lost.",
+			Help: "Locks (and permits, holds, leaderships: see kind) obtained and not yet released or lost.",
 		}, base),
 		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: o.Namespace, Name: "waiting", ConstLabels: o.ConstLabels,
-			Help: "Obtain calls in progress.",
+			Help: "Obtain calls (and acquires, campaigns: see kind) in progress.",
 		}, base),
 	}
 	if o.KeyName == nil {
