@@ -32,21 +32,35 @@ func (noEvents) retrying(string, error, time.Time) {}
 func (noEvents) lost(string, error)                {}
 func (noEvents) released(string)                   {}
 
-// verboseEvents writes each event as a line, through say.
+// verboseEvents writes each event as a line, through say. With limit
+// above 0 (--limit) the run holds a permit of a semaphore, and the lines
+// say so.
 type verboseEvents struct {
-	say func(format string, args ...any)
+	say   func(format string, args ...any)
+	limit int
+}
+
+// subject names what the run holds: KEY, or the permit of KEY.
+func (v *verboseEvents) subject(key string) string {
+	if v.limit > 0 {
+		return "the permit of " + key
+	}
+	return key
 }
 
 func (v *verboseEvents) obtained(lock held, validUntil time.Time) {
-	fence := ""
+	what, detail := lock.Key(), "token "+shortToken(lock.Token())
 	if f := lock.FenceToken(); f != 0 {
-		fence = fmt.Sprintf(", fence token %d", f)
+		detail += fmt.Sprintf(", fence token %d", f)
 	}
-	v.say("obtained %s (token %s%s); held for %v", lock.Key(), shortToken(lock.Token()), fence, roundMs(time.Until(validUntil)))
+	if v.limit > 0 {
+		what, detail = "a permit of "+lock.Key(), fmt.Sprintf("limit %d, %s", v.limit, detail)
+	}
+	v.say("obtained %s (%s); held for %v", what, detail, roundMs(time.Until(validUntil)))
 }
 
 func (v *verboseEvents) refreshed(key string, validUntil time.Time) {
-	v.say("refreshed %s; held for %v", key, roundMs(time.Until(validUntil)))
+	v.say("refreshed %s; held for %v", v.subject(key), roundMs(time.Until(validUntil)))
 }
 
 func (v *verboseEvents) retrying(what string, err error, until time.Time) {
@@ -54,11 +68,11 @@ func (v *verboseEvents) retrying(what string, err error, until time.Time) {
 }
 
 func (v *verboseEvents) lost(key string, err error) {
-	v.say("lost %s: %v", key, err)
+	v.say("lost %s: %v", v.subject(key), err)
 }
 
 func (v *verboseEvents) released(key string) {
-	v.say("released %s", key)
+	v.say("released %s", v.subject(key))
 }
 
 // shortToken is the first 8 characters of a token, as status shows it:

@@ -254,7 +254,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		quiet: o.quiet, verbose: o.verbose, events: noEvents{},
 	}
 	if o.verbose {
-		r.events = &verboseEvents{say: r.say}
+		r.events = &verboseEvents{say: r.say, limit: o.limit}
 	}
 	waiting := o.wait.forever || o.wait.d > 0
 	var until time.Time
