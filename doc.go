@@ -83,7 +83,8 @@
 // the methods, options and errors of [Lock]; they wait by polling for now.
 // [Client.Election] elects one leader among campaigners, with a [Leadership]
 // whose term fences and an Observe that reports every change.
-// [Client.AddHook] reports what the locks do, for metrics and traces.
+// [Client.AddHook] reports what the locks and the other primitives do, for
+// metrics and traces.
 //
 // # Redis Cluster
 //

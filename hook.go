@@ -631,10 +631,6 @@ func (o *observation) attempted(ctx context.Context) func(obtained, blocked bool
 
 // The Lock's calls of its observation.
 
-// hookBlocked records that the next attempt follows a block on Redis, and
-// whether that block moved a grant to the waiter.
-func (l *Lock) hookBlocked(granted bool) { l.obs.blockedNext(granted) }
-
 // hookAttempted returns what an event-driven wait calls after each
 // attempt, or nil when the lock has no hooks. An attempt sent with a block
 // that obtains the lock is reported as handed over: the engine does not
