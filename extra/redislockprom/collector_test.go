@@ -190,7 +190,7 @@ func TestScenario(t *testing.T) {
 
 	// The exposition itself, for the series whose values are exact.
 	want := `
-# HELP redislock_lost_total Locks that a keep-alive lost, by reason (gone, taken, expired, max_hold, error).
+# HELP redislock_lost_total Locks (and permits, holds, leaderships: see kind) that a keep-alive lost, by reason (gone, taken, expired, max_hold, error).
 # TYPE redislock_lost_total counter
 redislock_lost_total{kind="lock",name="job",reason="gone",role="worker"} 1
 `
