@@ -28,9 +28,11 @@ import (
 // goroutine that uses the Client's handles, so it must be safe for
 // concurrent use.
 //
-// Kind says which primitive an event is about, and Handle which handle
-// (the Lock field is set for locks only). The primitives report through
-// the same methods:
+// Kind says which primitive an event is about, and Handle which handle.
+// The Lock field is set for locks only: a hook written when only locks
+// reported compiles and works as it did, and sees the other kinds with a
+// nil Lock (check Kind to skip them). The primitives report through the
+// same methods:
 //
 //   - [KindLock]: [Client.Obtain] and [Client.ObtainMulti] are the obtain
 //     calls; [Lock.Release], [Lock.Refresh] and [Lock.KeepAlive] the rest.
