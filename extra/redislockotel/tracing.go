@@ -123,7 +123,10 @@ func (h *tracingHook) span(ctx context.Context) trace.Span {
 	return nil
 }
 
-// end sets attrs on s and ends it, then gives the buffer back.
+// end sets the attributes in buf on s and ends it, then gives the buffer
+// back for another span: SetAttributes must not keep the slice, and the
+// spans of the SDK, of go.opentelemetry.io/auto/sdk and the no-op ones
+// copy it or drop it.
 func (h *tracingHook) end(s trace.Span, buf *[]attribute.KeyValue) {
 	s.SetAttributes(*buf...)
 	s.End()
