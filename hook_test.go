@@ -720,3 +720,12 @@ func TestHookElection(t *testing.T) {
 	}
 	checkLines(t, "?", rec.of("?"), nil)
 }
+
+// Every handle of a primitive is a Handle.
+var (
+	_ redislock.Handle = (*redislock.Lock)(nil)
+	_ redislock.Handle = (*redislock.Permit)(nil)
+	_ redislock.Handle = (*redislock.ReadLock)(nil)
+	_ redislock.Handle = (*redislock.WriteLock)(nil)
+	_ redislock.Handle = (*redislock.Leadership)(nil)
+)
