@@ -45,22 +45,27 @@ const (
 )
 
 // RWMutex returns the read-write lock called name. Its keys all share a
-// hash slot: when name has a hash tag ("{catalog}:rw") they are name and
-// name followed by ":rw:" and a suffix; otherwise name is put in braces
-// first ("{catalog}"). The writer key (name, or "{name}") holds a value of
-// the same form as a lock's, so tools that show locks show the write lock.
-// It sends nothing; an empty name makes every call return [ErrInvalidKey].
-// A nil Client gives an RWMutex whose calls return [ErrNilClient].
+// hash slot and carry a marker, so that no lock, companion or other
+// primitive shares them: when name has a hash tag ("{catalog}:rw") they are
+// name followed by ":redislock:rw:" and a role ("writer", "readers", …);
+// otherwise they are built on "{name}" and end with ":untagged"
+// ("{catalog}:redislock:rw:writer:untagged"), so that "catalog" and
+// "{catalog}" are two locks. The writer key holds a value of the same form
+// as a lock's, so tools that show locks show the write lock. It sends
+// nothing; an empty name makes every call return [ErrInvalidKey]. A nil
+// Client gives an RWMutex whose calls return [ErrNilClient].
 func (c *Client) RWMutex(name string) *RWMutex {
 	rw := &RWMutex{name: name}
 	if c != nil {
 		rw.client, rw.cluster, rw.hooks = c.client, c.cluster, &c.hooks
 	}
-	base := name
+	prefix, suffix := name+":redislock:rw:", ""
 	if !keyslot.HasTag(name) {
-		base = "{" + name + "}"
+		prefix, suffix = "{"+name+"}:redislock:rw:", ":untagged"
 	}
-	rw.keys = [6]string{base, base + ":rw:readers", base + ":rw:holds", base + ":rw:writers", base + ":rw:pending", base + ":rw:admitted"}
+	for i, role := range [...]string{"writer", "readers", "holds", "writers", "pending", "admitted"} {
+		rw.keys[i] = prefix + role + suffix
+	}
 	return rw
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,10 +15,19 @@ import (
 	"github.com/redislock/redislock/internal/redistest"
 )
 
-// rwKeys returns the keys an RWMutex made from a tagged name uses.
+// rwKeys returns the keys of rw: W, R, H, Q, P, A, each the name followed
+// by ":redislock:rw:" and its role, or, for a name without a hash tag,
+// built on "{name}" and followed by ":untagged".
 func rwKeys(rw *redislock.RWMutex) []string {
-	w := rw.WriterKey()
-	return []string{w, w + ":rw:readers", w + ":rw:holds", w + ":rw:writers", w + ":rw:pending", w + ":rw:admitted"}
+	prefix, suffix := rw.Name()+":redislock:rw:", ""
+	if !strings.Contains(rw.Name(), "{") {
+		prefix, suffix = "{"+rw.Name()+"}:redislock:rw:", ":untagged"
+	}
+	var keys []string
+	for _, role := range []string{"writer", "readers", "holds", "writers", "pending", "admitted"} {
+		keys = append(keys, prefix+role+suffix)
+	}
+	return keys
 }
 
 // checkRWExpiry fails t when a key of rw exists without an expiry.
@@ -587,8 +597,8 @@ func TestRWMutexBadInput(t *testing.T) {
 	}{
 		{"empty name", c.RWMutex(""), time.Second, nil, redislock.ErrInvalidKey},
 		{"zero ttl", c.RWMutex(good), 0, nil, redislock.ErrInvalidTTL},
-		{"fence key is the writer key", c.RWMutex(good), time.Second, &redislock.Options{FenceKey: good}, redislock.ErrInvalidKey},
-		{"fence key is a key", c.RWMutex(good), time.Second, &redislock.Options{FenceKey: good + ":rw:readers"}, redislock.ErrInvalidKey},
+		{"fence key is the writer key", c.RWMutex(good), time.Second, &redislock.Options{FenceKey: c.RWMutex(good).WriterKey()}, redislock.ErrInvalidKey},
+		{"fence key is a key", c.RWMutex(good), time.Second, &redislock.Options{FenceKey: rwKeys(c.RWMutex(good))[1]}, redislock.ErrInvalidKey},
 		{"min replicas", c.RWMutex(good), time.Second, &redislock.Options{MinReplicas: 1}, redislock.ErrInvalidOption},
 		{"nil client", (*redislock.Client)(nil).RWMutex(good), time.Second, nil, redislock.ErrNilClient},
 		{"nil RWMutex", nil, time.Second, nil, redislock.ErrNilClient},
@@ -669,6 +679,56 @@ func TestRWMutexWaitForRelease(t *testing.T) {
 		}
 		if err := <-rgot; err != nil {
 			t.Errorf("RLock with WaitForRelease behind the writer: %v", err)
+		}
+	})
+}
+
+// TestRWMutexKeysOwnNamespace: the keys of an RWMutex are its own. A plain
+// lock named "{name}" (once the writer key of RWMutex("name")) and the
+// RWMutex neither block nor release each other, and RWMutex("name") and
+// RWMutex("{name}") are two locks.
+func TestRWMutexKeysOwnNamespace(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		c := redislock.New(rdb)
+		// A name without a hash tag, unique to the test.
+		name := strings.NewReplacer("{", "", "}", "").Replace(redistest.Key(t, "rw"))
+		rw := c.RWMutex(name)
+		plain, err := c.Obtain(ctx, "{"+name+"}", time.Minute, nil)
+		if err != nil {
+			t.Fatalf("Obtain {%s}: %v", name, err)
+		}
+		r, err := rw.RLock(ctx, time.Minute, nil)
+		if err != nil {
+			t.Fatalf("RLock with a plain lock on {name} held: %v", err)
+		}
+		if err := r.Release(ctx); err != nil {
+			t.Fatalf("Release of the read hold: %v", err)
+		}
+		w, err := rw.Lock(ctx, time.Minute, nil)
+		if err != nil {
+			t.Fatalf("Lock with a plain lock on {name} held: %v", err)
+		}
+		if err := plain.Release(ctx); err != nil {
+			t.Errorf("plain lock's Release with the write lock held: %v", err)
+		}
+		if d, err := w.TTL(ctx); err != nil || d <= 0 {
+			t.Errorf("write lock TTL after the plain lock's release = %v, %v; want it held", d, err)
+		}
+		// The tagged form of the name is another lock.
+		other, err := c.RWMutex("{"+name+"}").Lock(ctx, time.Minute, nil)
+		if err != nil {
+			t.Errorf("Lock of RWMutex({name}) with RWMutex(name) write-locked: %v", err)
+		} else {
+			_ = other.Release(ctx)
+		}
+		for _, k := range append(rwKeys(rw), rwKeys(c.RWMutex("{"+name+"}"))...) {
+			if k == "{"+name+"}" || k == name {
+				t.Errorf("key %q of an RWMutex is a lock's name", k)
+			}
+		}
+		if err := w.Release(ctx); err != nil {
+			t.Errorf("Release of the write lock: %v", err)
 		}
 	})
 }
