@@ -2,9 +2,13 @@ package redislock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock/internal/handoff"
 	"github.com/redislock/redislock/internal/keyslot"
 	"github.com/redislock/redislock/internal/lease"
 	"github.com/redislock/redislock/internal/script"
@@ -26,11 +30,13 @@ import (
 // ([WriteLock.Downgrade]). See docs/rwmutex.md for the keys, the scripts
 // and what fence tokens mean here.
 type RWMutex struct {
-	client  RedisClient
-	cluster bool
-	name    string
-	// keys: the writer key W, then R, H, Q, P, A (lua/rwmutex_lib.lua).
-	keys  [6]string
+	client   RedisClient
+	cluster  bool
+	registry *handoff.Registry
+	name     string
+	// keys: W, R, H, Q, then the wait queues and wake-up lists of W and R
+	// (WQ, RQ, WW, RW, see lua/rwmutex_lib.lua).
+	keys  [8]string
 	hooks *clientHooks // the Client's (hook.go)
 }
 
@@ -40,8 +46,10 @@ const (
 	rwReaders
 	rwHolds
 	rwWriters
-	rwPending
-	rwAdmitted
+	rwWriterQueue
+	rwReaderQueue
+	rwWriterWake
+	rwReaderWake
 )
 
 // RWMutex returns the read-write lock called name. Its keys all share a
@@ -55,16 +63,22 @@ const (
 // nothing; an empty name makes every call return [ErrInvalidKey]. A nil
 // Client gives an RWMutex whose calls return [ErrNilClient].
 func (c *Client) RWMutex(name string) *RWMutex {
-	rw := &RWMutex{name: name}
+	rw := &RWMutex{name: name, registry: handoff.Default}
 	if c != nil {
-		rw.client, rw.cluster, rw.hooks = c.client, c.cluster, &c.hooks
+		rw.client, rw.cluster, rw.registry, rw.hooks = c.client, c.cluster, c.registry, &c.hooks
 	}
 	prefix, suffix := name+":redislock:rw:", ""
 	if !keyslot.HasTag(name) {
 		prefix, suffix = "{"+name+"}:redislock:rw:", ":untagged"
 	}
-	for i, role := range [...]string{"writer", "readers", "holds", "writers", "pending", "admitted"} {
+	for i, role := range [...]string{"writer", "readers", "holds", "writers"} {
 		rw.keys[i] = prefix + role + suffix
+	}
+	// The wait queues and wake-up lists of W and R, as the handoff engine
+	// names them: every key has a hash tag (but for the empty name, which
+	// no call accepts), so they exist.
+	if companions, ok := handoff.Companions(rw.keys[:rwHolds]); ok {
+		copy(rw.keys[rwWriterQueue:], companions[2:])
 	}
 	return rw
 }
@@ -91,9 +105,10 @@ func (rw *RWMutex) WriterKey() string {
 // writer), whatever the number of other readers. Otherwise it retries
 // according to opt.RetryStrategy (default [NoRetry]: one attempt), until
 // the context's deadline or, without one, ttl after the call began; while
-// it retries it is registered as a waiting reader, for ttl at a time, so
-// that the writer it waits behind lets it in before the next one.
-// [WaitForRelease] waits by polling with its fallback strategy for now.
+// it retries it is registered as a waiting reader, so that the writer it
+// waits behind lets it in before the next one. With [WaitForRelease] it
+// waits for that writer's release, which lets in every reader that waited
+// behind it together.
 //
 // The hold expires on the server exactly ttl after the attempt that took
 // it, unless refreshed ([ReadLock.Refresh], [ReadLock.KeepAlive]). Its
@@ -110,7 +125,7 @@ func (rw *RWMutex) WriterKey() string {
 // (use [WriteLock.Downgrade]); a Redis error that is not transient as it
 // is.
 func (rw *RWMutex) RLock(ctx context.Context, ttl time.Duration, opt *Options) (*ReadLock, error) {
-	h, ctx, err := rw.acquire(ctx, ttl, opt, rwRLockScript, KindRead)
+	h, ctx, err := rw.acquire(ctx, ttl, opt, false)
 	if err != nil {
 		return nil, err
 	}
@@ -124,9 +139,9 @@ func (rw *RWMutex) RLock(ctx context.Context, ttl time.Duration, opt *Options) (
 // last writer is still to enter. Otherwise it retries according to
 // opt.RetryStrategy (default [NoRetry]: one attempt), until the context's
 // deadline or, without one, ttl after the call began; while it retries it
-// is registered as a waiting writer, for ttl at a time, and new readers
-// wait behind it. [WaitForRelease] waits by polling with its fallback
-// strategy for now.
+// is registered as a waiting writer, and new readers wait behind it. With
+// [WaitForRelease] the writers wait in line: the last reader to leave, or
+// the writer before, hands the lock to the one that has waited longest.
 //
 // With opt.FenceKey, the lock's [WriteLock.FenceToken] is greater than
 // every token issued before from that counter (by this RWMutex or by a
@@ -137,7 +152,7 @@ func (rw *RWMutex) RLock(ctx context.Context, ttl time.Duration, opt *Options) (
 // [ErrUpgrade] is returned when opt.Token has a live read hold of this
 // RWMutex.
 func (rw *RWMutex) Lock(ctx context.Context, ttl time.Duration, opt *Options) (*WriteLock, error) {
-	h, ctx, err := rw.acquire(ctx, ttl, opt, rwLockScript, KindWrite)
+	h, ctx, err := rw.acquire(ctx, ttl, opt, true)
 	if err != nil {
 		return nil, err
 	}
@@ -146,10 +161,11 @@ func (rw *RWMutex) Lock(ctx context.Context, ttl time.Duration, opt *Options) (*
 	return w, nil
 }
 
-// acquire runs the RLock or Lock script through the retry loop, for a
-// hold of kind. On success the caller reports the obtain call's end to the
-// hold's hooks, under the context acquire returns.
-func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options, run *script.Script, kind Kind) (*rwHold, context.Context, error) {
+// acquire runs the Lock (write) or RLock script through the retry loop,
+// or through the handoff engine for [WaitForRelease]. On success the
+// caller reports the obtain call's end to the hold's hooks, under the
+// context acquire returns.
+func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options, write bool) (*rwHold, context.Context, error) {
 	if rw == nil {
 		return nil, ctx, ErrNilClient
 	}
@@ -184,7 +200,11 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 		token = newToken()
 	}
 	h := &rwHold{rw: rw, token: token, tokenArg: token, metadata: opt.metadata()}
-	keys := make([]string, 6, 7)
+	run := rwRLockScript
+	if write {
+		run = rwLockScript
+	}
+	keys := make([]string, len(rw.keys), len(rw.keys)+1)
 	copy(keys, rw.keys[:])
 	fenced := argUnfenced
 	if fenceKey != "" {
@@ -196,33 +216,44 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	if _, once := strategy.(noRetry); !once {
 		reg = ms
 	}
-	registered := false
+	args := []any{h.tokenArg, h.metadata, ms, fenced, reg}
+	kind := KindRead
+	if write {
+		kind = KindWrite
+	}
 	h.obs = observe(rw.hooks, kind, rw.name, ttl)
 	ctx = h.obs.obtainStart(ctx)
+	if plan, ok := planOf(strategy); ok {
+		if err := rw.wait(ctx, h, ttl, plan, write, keys, args); err != nil {
+			h.obs.obtained(ctx, nil, err, nil)
+			return nil, ctx, err
+		}
+		return h, ctx, nil
+	}
+	registered := false
 	err = retry(ctx, ttl, strategy, func(ctx context.Context) (bool, error) {
 		// Set before the call: an attempt whose reply is lost may have
 		// registered all the same.
 		registered = reg != int64(0)
 		sent := time.Now()
-		reply, err := run.Run(ctx, rw.client, keys, h.tokenArg, h.metadata, ms, fenced, reg).Int64()
+		reply, err := run.Run(ctx, rw.client, keys, args...).Int64()
 		h.obs.attempt(ctx, err == nil && reply >= 0, err)
 		switch {
 		case err != nil:
+			if refused := rw.refusal(err, token); refused != nil {
+				return true, refused
+			}
 			return false, err
 		case reply >= 0:
 			h.fence = reply
 			h.lease.Obtained(sent, ttl)
 			return true, nil
-		case reply == -2 && run == rwLockScript:
-			return true, fmt.Errorf("%w: token %q has a read hold of %q", ErrUpgrade, token, rw.name)
-		case reply == -2:
-			return true, fmt.Errorf("%w: token %q holds the write lock of %q (downgrade it instead)", ErrInvalidToken, token, rw.name)
 		}
 		return false, nil
 	})
 	if err != nil {
 		if registered {
-			rw.leave(ctx, token)
+			rw.withdraw(ctx, token)
 		}
 		h.obs.obtained(ctx, nil, err, nil)
 		return nil, ctx, err
@@ -230,15 +261,99 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	return h, ctx, nil
 }
 
-// leave withdraws a waiter's registration after it gave up, so that a
-// writer that stopped waiting does not hold readers back (and an admitted
-// reader does not hold writers back) until the registration expires. Best
-// effort: on failure the registration expires by itself.
-func (rw *RWMutex) leave(ctx context.Context, token string) {
+// wait is acquire's wait for [WaitForRelease], through the handoff engine:
+// the RWMutex's lock keys, for the engine, are W (writers wait on its
+// queue and are handed the lock, W becoming a reservation for a grant) and
+// R (readers wait on its queue, and are woken together when the writer
+// they wait behind leaves). On success h has its fence token and lease.
+func (rw *RWMutex) wait(ctx context.Context, h *rwHold, ttl time.Duration, plan waitPlan, write bool, keys []string, args []any) error {
+	run := rwRLockScript
+	if write {
+		run = rwLockScript
+	}
+	fallback := startRetry(plan.fallback)
+	out, err := rw.registry.Wait(ctx, &handoff.Request{
+		Client:      rw.client,
+		Keys:        rw.keys[rwWriter : rwReaders+1 : rwReaders+1],
+		Obtain:      run,
+		CallKeys:    keys,
+		CallArgs:    args,
+		Leave:       rwLeaveScript,
+		TTL:         ttl,
+		Backoff:     fallback.NextBackoff,
+		MaxAttempts: plan.attempts,
+		Transient:   script.Transient,
+		Attempted:   h.obs.attempted(ctx),
+	})
+	if out.Obtained {
+		h.fence = out.Value
+		h.lease.Obtained(out.Sent, ttl)
+	}
+	if err == nil {
+		return nil
+	}
+	// The engine polls where it cannot block, registering the token as a
+	// polling waiter does: withdraw it.
+	rw.withdraw(ctx, h.token)
+	var ended *handoff.EndedError
+	switch {
+	case errors.As(err, &ended):
+		if out.Obtained {
+			// Obtained at the end of a block that outlasted the context:
+			// the caller has gone, so the hold goes on.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			defer cancel()
+			if write {
+				_, _ = (&WriteLock{h: h}).releaseOnce(rctx)
+			} else {
+				_, _ = (&ReadLock{h: h}).releaseOnce(rctx)
+			}
+		}
+		return fmt.Errorf("%w: %w", ErrNotObtained, ended.Err)
+	case errors.Is(err, handoff.ErrGaveUp):
+		return ErrNotObtained
+	case errors.Is(err, handoff.ErrUnexpectedReply):
+		return fmt.Errorf("%w: wait of %q: %w", ErrUnexpectedReply, rw.name, err)
+	}
+	if refused := rw.refusal(err, h.token); refused != nil {
+		return refused
+	}
+	return err
+}
+
+// The error replies of the RLock and Lock scripts that refuse the call
+// (lua/rwmutex_lib.lua).
+const (
+	rwUpgradeReply      = "redislock: rw upgrade refused"
+	rwHeldByCallerReply = "redislock: rw token holds the write lock"
+)
+
+// refusal translates an error reply of the RLock or Lock script that
+// refuses the call into [ErrUpgrade] or [ErrInvalidToken]; nil for any
+// other error.
+func (rw *RWMutex) refusal(err error, token string) error {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return nil
+	}
+	switch msg := reply.Error(); {
+	case strings.Contains(msg, rwUpgradeReply):
+		return fmt.Errorf("%w: token %q has a read hold of %q", ErrUpgrade, token, rw.name)
+	case strings.Contains(msg, rwHeldByCallerReply):
+		return fmt.Errorf("%w: token %q holds the write lock of %q (downgrade it instead)", ErrInvalidToken, token, rw.name)
+	}
+	return nil
+}
+
+// withdraw takes back a polling waiter's registration after it gave up,
+// so that a writer that stopped waiting does not hold readers back (and an
+// admitted reader does not hold writers back) until the registration
+// expires, and lets in whoever it held up. Best effort: on failure the
+// registration expires by itself.
+func (rw *RWMutex) withdraw(ctx context.Context, token string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	keys := []string{rw.keys[rwWriters], rw.keys[rwPending], rw.keys[rwAdmitted]}
-	_ = rwLeaveScript.Run(ctx, rw.client, keys, token).Err() // it expires anyway
+	_ = rwWithdrawScript.Run(ctx, rw.client, rw.keys[:], token, handoff.ReservationArg, handoff.RegistrationArg).Err() // it expires anyway
 }
 
 // rwHold is what a read hold and a write lock share: the identity of the
@@ -437,10 +552,13 @@ func (r *ReadLock) Release(ctx context.Context) error {
 	if r == nil {
 		return ErrLockNotHeld
 	}
+	return r.h.release(ctx, r.releaseOnce)
+}
+
+// releaseOnce runs the read hold's release script (reply 1: released).
+func (r *ReadLock) releaseOnce(ctx context.Context) (int64, error) {
 	h := r.h
-	return h.release(ctx, func(ctx context.Context) (int64, error) {
-		return rwRUnlockScript.Run(ctx, h.rw.client, h.rw.keys[rwReaders:rwHolds+1], h.tokenArg).Int64()
-	})
+	return rwRUnlockScript.Run(ctx, h.rw.client, h.rw.keys[:], h.tokenArg, handoff.ReservationArg, handoff.RegistrationArg).Int64()
 }
 
 // KeepAlive keeps the hold alive in the background, refreshing it to ttl,
@@ -529,11 +647,13 @@ func (w *WriteLock) Release(ctx context.Context) error {
 	if w == nil {
 		return ErrLockNotHeld
 	}
+	return w.h.release(ctx, w.releaseOnce)
+}
+
+// releaseOnce runs the write lock's release script (reply 1: released).
+func (w *WriteLock) releaseOnce(ctx context.Context) (int64, error) {
 	h := w.h
-	keys := []string{h.rw.keys[rwWriter], h.rw.keys[rwPending], h.rw.keys[rwAdmitted]}
-	return h.release(ctx, func(ctx context.Context) (int64, error) {
-		return rwUnlockScript.Run(ctx, h.rw.client, keys, h.tokenArg).Int64()
-	})
+	return rwUnlockScript.Run(ctx, h.rw.client, h.rw.keys[:], h.tokenArg, handoff.ReservationArg, handoff.RegistrationArg).Int64()
 }
 
 // KeepAlive keeps the write lock alive in the background, refreshing it
@@ -568,13 +688,12 @@ func (w *WriteLock) Downgrade(ctx context.Context, ttl time.Duration) (*ReadLock
 		return nil, err
 	}
 	h.lease.Released()
-	keys := []string{h.rw.keys[rwWriter], h.rw.keys[rwReaders], h.rw.keys[rwHolds], h.rw.keys[rwPending], h.rw.keys[rwAdmitted]}
 	// Hooks see the write lock's release around the read hold's obtain.
 	wctx, start := h.obs.releaseStart(ctx)
 	obs := observe(h.rw.hooks, KindRead, h.rw.name, ttl)
 	ctx = obs.obtainStart(wctx)
 	sent := time.Now()
-	fence, err := rwDowngradeScript.Run(ctx, h.rw.client, keys, h.tokenArg, ms, h.metadata).Int64()
+	fence, err := rwDowngradeScript.Run(ctx, h.rw.client, h.rw.keys[:], h.tokenArg, ms, h.metadata, handoff.RegistrationArg).Int64()
 	obs.attempt(ctx, err == nil && fence >= 0, err)
 	if err == nil && fence < 0 {
 		err = ErrLockNotHeld

@@ -15,20 +15,33 @@ import (
 	"github.com/redislock/redislock/internal/redistest"
 )
 
-// rwKeys returns the keys of rw: W, R, H, Q, P, A, each the name followed
-// by ":redislock:rw:" and its role, or, for a name without a hash tag,
-// built on "{name}" and followed by ":untagged".
+// rwKeys returns the keys of rw: W, R, H, Q, each the name followed by
+// ":redislock:rw:" and its role, or, for a name without a hash tag, built
+// on "{name}" and followed by ":untagged"; then the wait queues and
+// wake-up lists of W and R (WQ, RQ, WW, RW).
 func rwKeys(rw *redislock.RWMutex) []string {
 	prefix, suffix := rw.Name()+":redislock:rw:", ""
 	if !strings.Contains(rw.Name(), "{") {
 		prefix, suffix = "{"+rw.Name()+"}:redislock:rw:", ":untagged"
 	}
 	var keys []string
-	for _, role := range []string{"writer", "readers", "holds", "writers", "pending", "admitted"} {
+	for _, role := range []string{"writer", "readers", "holds", "writers"} {
 		keys = append(keys, prefix+role+suffix)
 	}
-	return keys
+	return append(keys, waitQueue(keys[0]), waitQueue(keys[1]), wakeList(keys[0]), wakeList(keys[1]))
 }
+
+// Indexes into rwKeys.
+const (
+	rwW = iota
+	rwR
+	rwH
+	rwQ
+	rwWQ
+	rwRQ
+	rwWW
+	rwRW
+)
 
 // checkRWExpiry fails t when a key of rw exists without an expiry.
 func checkRWExpiry(t *testing.T, rdb redis.Cmdable, rw *redislock.RWMutex) {
@@ -55,7 +68,7 @@ func serverMillis(t *testing.T, rdb redis.UniversalClient, key string) int64 {
 // its TTL had run out, by moving its expiry score to the present.
 func expireRead(t *testing.T, rdb redis.UniversalClient, rw *redislock.RWMutex, token string) {
 	t.Helper()
-	k := rwKeys(rw)[1]
+	k := rwKeys(rw)[rwR]
 	now := serverMillis(t, rdb, k)
 	if err := rdb.ZAddXX(context.Background(), k, redis.Z{Score: float64(now), Member: token}).Err(); err != nil {
 		t.Fatalf("ZADD XX %s: %v", k, err)
@@ -92,7 +105,7 @@ func TestRWMutexReadersShare(t *testing.T) {
 			}
 			holds = append(holds, r)
 		}
-		if got := rdb.ZCard(ctx, rwKeys(rw)[1]).Val(); got != n {
+		if got := rdb.ZCard(ctx, rwKeys(rw)[rwR]).Val(); got != n {
 			t.Errorf("read holds on the server = %d, want %d", got, n)
 		}
 		if _, err := rw.Lock(ctx, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
@@ -151,7 +164,7 @@ func TestRWMutexWriterExcludes(t *testing.T) {
 			got <- err
 		}()
 		// The writer is registered once it has failed an attempt.
-		waitMembers(t, rdb, rwKeys(rw)[3])
+		waitMembers(t, rdb, rwKeys(rw)[rwQ])
 		select {
 		case err := <-got:
 			t.Fatalf("Lock returned %v while a reader held", err)
@@ -245,7 +258,7 @@ func TestRWMutexWriterPreference(t *testing.T) {
 		if waited > 2*readTTL {
 			t.Errorf("writer waited %v behind readers, want under %v", waited, 2*readTTL)
 		}
-		if n := rdb.ZCount(ctx, rwKeys(rw)[1], "("+strconv.FormatInt(serverMillis(t, rdb, rw.WriterKey()), 10), "+inf").Val(); n != 0 {
+		if n := rdb.ZCount(ctx, rwKeys(rw)[rwR], "("+strconv.FormatInt(serverMillis(t, rdb, rw.WriterKey()), 10), "+inf").Val(); n != 0 {
 			t.Errorf("%d read holds live while the writer holds", n)
 		}
 		t.Logf("writer waited %v behind 8 re-acquiring readers (%d reads before)", waited, reads.Load())
@@ -272,7 +285,7 @@ func TestRWMutexWaitingWriterBlocksNewReaders(t *testing.T) {
 			_, err := rw.Lock(wctx, time.Minute, rwPoll)
 			got <- err
 		}()
-		waitMembers(t, rdb, rwKeys(rw)[3])
+		waitMembers(t, rdb, rwKeys(rw)[rwQ])
 		if _, err := rw.RLock(ctx, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
 			t.Errorf("RLock while a writer waits: got %v, want ErrNotObtained", err)
 		}
@@ -280,7 +293,7 @@ func TestRWMutexWaitingWriterBlocksNewReaders(t *testing.T) {
 		if err := <-got; !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
 			t.Errorf("Lock cancelled: got %v, want ErrNotObtained and context.Canceled", err)
 		}
-		if n := rdb.ZCard(ctx, rwKeys(rw)[3]).Val(); n != 0 {
+		if n := rdb.ZCard(ctx, rwKeys(rw)[rwQ]).Val(); n != 0 {
 			t.Errorf("%d writer registrations left after the writer gave up", n)
 		}
 		r2, err := rw.RLock(ctx, time.Minute, nil)
@@ -349,7 +362,7 @@ func TestRWMutexUpgradeRefused(t *testing.T) {
 		if _, err := rw.Lock(ctx, time.Minute, &redislock.Options{Token: r.Token(), RetryStrategy: redislock.LinearBackoff(time.Millisecond)}); !errors.Is(err, redislock.ErrUpgrade) {
 			t.Errorf("Lock with a read hold's token: got %v, want ErrUpgrade", err)
 		}
-		if n := rdb.ZCard(ctx, rwKeys(rw)[3]).Val(); n != 0 {
+		if n := rdb.ZCard(ctx, rwKeys(rw)[rwQ]).Val(); n != 0 {
 			t.Errorf("a refused upgrade left %d writer registrations", n)
 		}
 		_ = r.Release(ctx)
@@ -389,7 +402,7 @@ func TestRWMutexDowngrade(t *testing.T) {
 			}
 			rgot <- r
 		}()
-		waitMembers(t, rdb, rwKeys(rw)[4])
+		waitMembers(t, rdb, rwKeys(rw)[rwRQ])
 		var stop atomic.Bool
 		var slipped atomic.Bool
 		wdone := make(chan struct{})
@@ -404,7 +417,7 @@ func TestRWMutexDowngrade(t *testing.T) {
 				}
 			}
 		}()
-		waitMembers(t, rdb, rwKeys(rw)[3])
+		waitMembers(t, rdb, rwKeys(rw)[rwQ])
 		r, err := w.Downgrade(ctx, time.Minute)
 		if err != nil {
 			t.Fatalf("Downgrade: %v", err)
@@ -456,7 +469,7 @@ func TestRWMutexCrashedReaderExpires(t *testing.T) {
 			t.Fatalf("RLock: %v", err)
 		}
 		after := serverMillis(t, rdb, rw.WriterKey())
-		score := int64(rdb.ZScore(ctx, rwKeys(rw)[1], r.Token()).Val())
+		score := int64(rdb.ZScore(ctx, rwKeys(rw)[rwR], r.Token()).Val())
 		if score < before+30000 || score > after+30000 {
 			t.Errorf("read hold expires at server time %d, want %d..%d (ttl after the script ran)", score, before+30000, after+30000)
 		}
@@ -471,7 +484,7 @@ func TestRWMutexCrashedReaderExpires(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Lock once the crashed reader's TTL ran out: %v", err)
 		}
-		if rdb.ZScore(ctx, rwKeys(rw)[1], r.Token()).Err() == nil {
+		if rdb.ZScore(ctx, rwKeys(rw)[rwR], r.Token()).Err() == nil {
 			t.Error("the expired read hold was not pruned")
 		}
 		if err := r.Refresh(ctx, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
@@ -660,7 +673,7 @@ func TestRWMutexWaitForRelease(t *testing.T) {
 			}
 			got <- w
 		}()
-		waitMembers(t, rdb, rwKeys(rw)[3])
+		waitMembers(t, rdb, rwKeys(rw)[rwWQ])
 		if err := r.Release(ctx); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
@@ -673,7 +686,7 @@ func TestRWMutexWaitForRelease(t *testing.T) {
 			}
 			rgot <- err
 		}()
-		waitMembers(t, rdb, rwKeys(rw)[4])
+		waitMembers(t, rdb, rwKeys(rw)[rwRQ])
 		if err := w.Release(ctx); err != nil {
 			t.Fatalf("Release of the write lock: %v", err)
 		}

@@ -51,8 +51,9 @@ var (
 )
 
 // The scripts of [RWMutex]: rwmutex_lib.lua holds their shared helpers and
-// describes the keys of one RWMutex. The write lock's refresh and TTL are
-// refresh.lua and ttl.lua, on the writer key, which holds a lock's value.
+// describes the keys of one RWMutex; it hands the write lock over with
+// handover.lua. The write lock's refresh and TTL are refresh.lua and
+// ttl.lua, on the writer key, which holds a lock's value.
 var (
 	//go:embed lua/rwmutex_lib.lua
 	rwLibSource string
@@ -72,15 +73,18 @@ var (
 	rwDowngradeSource string
 	//go:embed lua/rwmutex_leave.lua
 	rwLeaveSource string
+	//go:embed lua/rwmutex_withdraw.lua
+	rwWithdrawSource string
 
-	rwRLockScript     = script.New(libSource, rwLibSource, rwRLockSource)
-	rwLockScript      = script.New(libSource, rwLibSource, rwLockSource)
-	rwUnlockScript    = script.New(libSource, rwLibSource, rwUnlockSource)
-	rwRUnlockScript   = script.New(libSource, rwLibSource, rwRUnlockSource)
-	rwRRefreshScript  = script.New(libSource, rwLibSource, rwRRefreshSource)
-	rwRTTLScript      = script.New(libSource, rwLibSource, rwRTTLSource)
-	rwDowngradeScript = script.New(libSource, rwLibSource, rwDowngradeSource)
-	rwLeaveScript     = script.New(libSource, rwLibSource, rwLeaveSource)
+	rwRLockScript     = script.New(libSource, handoverSource, rwLibSource, rwRLockSource)
+	rwLockScript      = script.New(libSource, handoverSource, rwLibSource, rwLockSource)
+	rwUnlockScript    = script.New(libSource, handoverSource, rwLibSource, rwUnlockSource)
+	rwRUnlockScript   = script.New(libSource, handoverSource, rwLibSource, rwRUnlockSource)
+	rwRRefreshScript  = script.New(libSource, handoverSource, rwLibSource, rwRRefreshSource)
+	rwRTTLScript      = script.New(libSource, handoverSource, rwLibSource, rwRTTLSource)
+	rwDowngradeScript = script.New(libSource, handoverSource, rwLibSource, rwDowngradeSource)
+	rwLeaveScript     = script.New(libSource, handoverSource, rwLibSource, rwLeaveSource)
+	rwWithdrawScript  = script.New(libSource, handoverSource, rwLibSource, rwWithdrawSource)
 )
 
 // Pre-boxed script arguments, so that the hot path does not allocate them.

@@ -1,19 +1,20 @@
 -- rwmutex_downgrade.lua: turn the write lock of an RWMutex into a read
 -- hold of the same token, atomically (see rwmutex_lib.lua for the keys).
 --
--- KEYS[1..5]  W, R, H, P, A.
+-- KEYS[1..8]  W, R, H, Q, WQ, RQ, WW, RW.
 -- ARGV[1]     the token.
 -- ARGV[2]     the read hold's TTL in milliseconds (>= 1).
 -- ARGV[3]     the metadata.
+-- ARGV[4]     how long (ms) the readers' wake-ups last.
 --
 -- When W is held with the token, it is deleted and the read hold added in
 -- the same script, so no writer can enter between; the readers that
--- waited behind the writer are admitted with it.
+-- waited behind the writer are admitted and woken with it.
 --
 -- Reply, an integer: >= 0 done, the write's fence token (0 without one),
 -- which the read hold carries; -1 W was not held with the token (nothing
 -- changed).
-local W, R, H, P, A = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local W, R, H, RQ, RW = KEYS[1], KEYS[2], KEYS[3], KEYS[6], KEYS[8]
 local token, ttl = ARGV[1], ARGV[2]
 local prefix = owner(token)
 local v = redis.call("GET", W)
@@ -26,5 +27,6 @@ redis.call("ZADD", R, rw_ms(now + tonumber(ttl)), token)
 redis.call("HSET", H, token, rw_ms(fence) .. ":" .. ARGV[3])
 rw_extend(R, ttl)
 rw_extend(H, ttl)
-rw_admit(P, A, now)
+rw_admit(RQ, now)
+rw_wake(RW, rw_admitted(RQ, now), ARGV[4])
 return fence

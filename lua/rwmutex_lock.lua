@@ -1,37 +1,61 @@
--- rwmutex_lock.lua: take the write lock of an RWMutex (see
--- rwmutex_lib.lua for the keys), or register as a waiting writer.
+-- rwmutex_lock.lua: take the write lock of an RWMutex (see rwmutex_lib.lua
+-- for the keys), or register as a waiting writer. It is also the waiting
+-- script of Lock with WaitForRelease (internal/handoff's contract, as
+-- obtain.lua's, the RWMutex's lock keys being W and R).
 --
--- KEYS[1..6]  W, R, H, Q, P, A.
--- KEYS[7]     the fence counter; present only when ARGV[4] is "1".
+-- KEYS[1..8]  W, R, H, Q, WQ, RQ, WW, RW.
+-- KEYS[9]     the fence counter; present only when ARGV[4] is "1".
+-- Then, only when ARGV[6] is given (a waiter), with f = 8 or 9:
+-- KEYS[f+1..f+4]  WQ, RQ, WW, RW again (the engine's queues and wake-up
+--                 lists of W and R).
+-- KEYS[f+5]       the waiter's grant list (see obtain.lua).
 -- ARGV[1]     the token.
 -- ARGV[2]     the metadata.
 -- ARGV[3]     the TTL in milliseconds (>= 1).
--- ARGV[4]     "1" when KEYS[7] is given.
--- ARGV[5]     how long (ms) a registration as a waiting writer lasts; "0":
---             do not register (the caller will not retry).
+-- ARGV[4]     "1" when KEYS[9] is given.
+-- ARGV[5]     how long (ms) a polling writer's registration in Q lasts;
+--             "0": do not register (the caller will not retry).
+-- ARGV[6]     optional: the waiter id (WaitForRelease); it registers in WQ.
+-- ARGV[7]     how long (ms) the waiter's registration lasts.
+-- ARGV[8]     how long (ms) W stays reserved for a writer's grant.
+-- ARGV[9]     optional: the id of the waiter of this process that waits
+--             next for key ARGV[10] (1: W, 2: R), or "": when the lock is
+--             taken, its registration, if it has one, is renewed.
 --
--- A writer enters when W is free, no read hold is live in R and no admitted
--- reader is left in A. Otherwise it registers in Q, which makes new readers
--- wait (writer preference). When it enters, the pending readers P become
--- admitted: they enter right after it. W takes the value of a lock
--- (lib.lua), "<fence>" being "0" without a counter and "<token>/<tag>" with
--- one, as obtain.lua writes it; the same token already holding W renews it
--- and keeps its fence token.
+-- A writer enters when W is free (or reserved for the grant it was woken
+-- with), no read hold is live in R and no admitted reader is left in RQ.
+-- Otherwise it registers, in Q (polling) or WQ (a waiter), which makes new
+-- readers wait (writer preference); a grant it cannot use goes to the next
+-- writer. When it enters, the pending readers of RQ become admitted: they
+-- enter right after it. W takes the value of a lock (lib.lua), "<fence>"
+-- being "0" without a counter and "<token>/<tag>" with one, as obtain.lua
+-- writes it; the same token already holding W renews it and keeps its
+-- fence token.
 --
--- Reply, an integer:
---   >= 0  obtained; the fence token (0 without a counter), strictly greater
---         than every one issued before from the counter:
---         max(counter + 1, server TIME in microseconds).
---   -1    not obtained; a writer or readers hold the lock, or admitted
---         readers have yet to enter.
---   -2    not obtained; the token has a live read hold (no upgrade).
+-- Reply, when obtained: an integer >= 0, the fence token (0 without a
+-- counter), strictly greater than every one issued before from the
+-- counter: max(counter + 1, server TIME in microseconds). When not:
+-- without a waiter, an integer -(ms + 1), ms being the time until what
+-- holds the writer up (W, the last read hold, the last admitted reader)
+-- can end; with a waiter, {code, 1, reserved}, reserved 1 when W is a
+-- reservation for another writer's grant. The error "ERR redislock: rw
+-- upgrade refused" when the token has a live read hold (nothing changed).
 local token, meta, ttl, reg = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
-local W, R, H, Q, P, A = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local W, R, H, Q, WQ, RQ, WW, RW = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local fenced = ARGV[4] == "1"
+local f = 8
+if fenced then f = 9 end
+local waiter = ARGV[6]
+local grants = KEYS[f + 5]
+local grant = nil
+if waiter then
+  local got = redis.call("LPOP", grants, 2)
+  if got and got[1] ~= "~" then grant = got[1] end
+end
 local now = rw_now()
 local prefix = owner(token)
 local tag = nil
-if fenced then tag = string.sub(redis.sha1hex(KEYS[7]), 1, 8) end
+if fenced then tag = string.sub(redis.sha1hex(KEYS[9]), 1, 8) end
 local v = redis.call("GET", W)
 if owns(v, prefix) then
   local field = string.match(v, "^([^:]*):", #prefix + 1)
@@ -39,32 +63,86 @@ if owns(v, prefix) then
   if not fenced and field == "0" then
     keep = 0
   elseif fenced then
-    local f, t = string.match(field or "", "^(%d+)/(%x+)$")
-    if t == tag and f ~= "0" then keep = tonumber(f) end
+    local fv, t = string.match(field or "", "^(%d+)/(%x+)$")
+    if t == tag and fv ~= "0" then keep = tonumber(fv) end
   end
   if keep then
     redis.call("SET", W, prefix .. field .. ":" .. meta, "PX", ttl)
+    if waiter then
+      redis.call("ZREM", WQ, waiter)
+      redis.call("DEL", grants)
+    end
     return keep
   end
 end
+
+-- W reserved for the grant this waiter was woken with counts as free.
+local mine = grant ~= nil and owns(v, owner(grant))
+-- A grant this attempt cannot use goes to the next writer (or, with none,
+-- to the readers), as obtain.lua passes one on.
+local function pass_on()
+  if mine then
+    redis.call("DEL", W)
+    rw_next(W, R, Q, WQ, RQ, WW, RW, ARGV[8], ARGV[7], now, true)
+  end
+end
+
 rw_prune(R, H, now)
-if rw_alive(R, token, now) then return -2 end
-if (v and not owns(v, prefix)) or rw_live(R, now) > 0 or rw_live(A, now) > 0 then
-  if reg ~= "0" then rw_register(Q, token, now, reg) end
-  return -1
+if rw_alive(R, token, now) then
+  if waiter then redis.call("DEL", grants) end
+  pass_on()
+  return rw_upgrade()
+end
+local code, reserved = nil, 0
+if v and not owns(v, prefix) and not mine then
+  code = rw_code(redis.call("PTTL", W))
+  if string.match(v, "^%d+:~") then reserved = 1 end
+else
+  -- The last read hold to expire, or else the last admitted reader.
+  local top = redis.call("ZRANGE", R, -1, -1, "WITHSCORES")
+  if top[2] and tonumber(top[2]) > now then
+    code = rw_code(tonumber(top[2]) - now)
+  else
+    local low = redis.call("ZRANGE", RQ, 0, 0, "WITHSCORES")
+    if low[2] and tonumber(low[2]) < -now then code = rw_code(-tonumber(low[2]) - now) end
+  end
+end
+if code then
+  if waiter then
+    rw_register(WQ, waiter, now, ARGV[7], false)
+    -- The placeholder outlives the next block (see obtain.lua).
+    redis.call("RPUSH", grants, "~")
+    redis.call("PEXPIRE", grants, 2 * tonumber(ARGV[7]))
+    pass_on()
+    return {code, 1, reserved}
+  end
+  if reg ~= "0" then rw_register(Q, token, now, reg, false) end
+  return code
 end
 
 local fence = 0
 local field = "0"
 if fenced then
-  local cur = rw_counter(KEYS[7])
-  if not cur then return rw_bad_counter(KEYS[7]) end
+  local cur = rw_counter(KEYS[9])
+  if not cur then
+    if waiter then redis.call("DEL", grants) end
+    pass_on()
+    return rw_bad_counter(KEYS[9])
+  end
   local t = redis.call("TIME")
   fence = math.max(cur + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  redis.call("SET", KEYS[7], rw_ms(fence))
+  redis.call("SET", KEYS[9], rw_ms(fence))
   field = rw_ms(fence) .. "/" .. tag
 end
 redis.call("SET", W, prefix .. field .. ":" .. meta, "PX", ttl)
 redis.call("ZREM", Q, token)
-rw_admit(P, A, now)
+if waiter then
+  redis.call("ZREM", WQ, waiter)
+  redis.call("DEL", grants)
+  local next, j = ARGV[9], tonumber(ARGV[10])
+  if next and next ~= "" then
+    if j == 1 then rw_renew(WQ, next, now, ARGV[7], false) elseif j == 2 then rw_renew(RQ, next, now, ARGV[7], true) end
+  end
+end
+rw_admit(RQ, now)
 return fence

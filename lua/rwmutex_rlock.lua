@@ -1,54 +1,103 @@
 -- rwmutex_rlock.lua: take a read hold of an RWMutex (see rwmutex_lib.lua
--- for the keys), or register as a reader waiting behind a writer.
+-- for the keys), or register as a reader waiting behind a writer. It is
+-- also the waiting script of RLock with WaitForRelease (internal/handoff's
+-- contract, as obtain.lua's, the RWMutex's lock keys being W and R).
 --
--- KEYS[1..6]  W, R, H, Q, P, A.
--- KEYS[7]     the fence counter; present only when ARGV[4] is "1".
+-- KEYS[1..8]  W, R, H, Q, WQ, RQ, WW, RW.
+-- KEYS[9]     the fence counter; present only when ARGV[4] is "1".
+-- Then, only when ARGV[6] is given (a waiter), with f = 8 or 9:
+-- KEYS[f+1..f+4]  WQ, RQ, WW, RW again (the engine's queues and wake-up
+--                 lists of W and R).
+-- KEYS[f+5]       the waiter's grant list (see obtain.lua).
 -- ARGV[1]     the token.
 -- ARGV[2]     the metadata.
 -- ARGV[3]     the TTL in milliseconds (>= 1).
--- ARGV[4]     "1" when KEYS[7] is given.
--- ARGV[5]     how long (ms) a registration as a waiting reader lasts; "0":
---             do not register (the caller will not retry).
+-- ARGV[4]     "1" when KEYS[9] is given.
+-- ARGV[5]     how long (ms) a polling reader's registration lasts; "0": do
+--             not register (the caller will not retry).
+-- ARGV[6]     optional: the waiter id (WaitForRelease); it registers in RQ
+--             under that id instead of the token.
+-- ARGV[7]     how long (ms) the waiter's registration lasts.
+-- ARGV[8]     how long (ms) a reservation lasts (unused by readers).
+-- ARGV[9]     optional: the id of the waiter of this process that waits
+--             next for key ARGV[10] (1: W, 2: R), or "": when the hold is
+--             taken, its registration, if it has one, is renewed.
 --
--- A reader enters when no writer holds W and either no writer is waiting
--- (no live member of Q), or it was admitted (a live member of A: it waited
--- behind the last writer), or it holds a read already (re-entrant: the hold
--- is renewed). Otherwise it is registered in A (when admitted) or P.
+-- A reader enters when W is not set and either no writer waits (no live
+-- registration in Q or WQ), or it is admitted (its registration in RQ is
+-- negative and live: it waited behind the last writer), or it holds a read
+-- already (re-entrant: the hold is renewed). Otherwise it is registered in
+-- RQ, keeping an admitted registration admitted.
 --
--- Reply, an integer:
---   >= 0  obtained; the fence token: the counter's value, which is the token
---         of the last write acquisition (0 without a counter).
---   -1    not obtained; a writer holds the lock or is waiting.
---   -2    not obtained; the token holds the write lock.
+-- Reply, when the hold is taken: an integer >= 0, the fence token (the
+-- counter's value: the token of the last write acquisition; 0 without a
+-- counter). When not: without a waiter, an integer, -1 when no expiry is
+-- known, else -(ms + 1) with ms the time until W expires; with a waiter,
+-- {code, 2, reserved}, code as above, reserved 1 when W is a reservation
+-- for a writer's grant. The error "ERR redislock: rw token holds the write
+-- lock" when the token holds W (nothing changed).
 local token, meta, ttl, reg = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
-local W, R, H, Q, P, A = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local W, R, H, Q, WQ, RQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local fenced = ARGV[4] == "1"
+local f = 8
+if fenced then f = 9 end
+local waiter = ARGV[6]
+local grants = KEYS[f + 5]
+if waiter then
+  -- A reader's wake-ups carry no reservation: the list is only emptied.
+  redis.call("LPOP", grants, 2)
+end
 local now = rw_now()
+local id = waiter or token
+local s = redis.call("ZSCORE", RQ, id)
+local admitted = s and tonumber(s) < -now
 local v = redis.call("GET", W)
-local admitted = rw_alive(A, token, now)
 local blocked = false
 if v then
-  if owns(v, owner(token)) then return -2 end
+  if owns(v, owner(token)) then
+    if waiter then redis.call("DEL", grants) end
+    return rw_writer_token()
+  end
   blocked = true
-elseif not admitted and not rw_alive(R, token, now) and rw_live(Q, now) > 0 then
+elseif not admitted and not rw_alive(R, token, now) and (rw_live(Q, now) > 0 or rw_live(WQ, now) > 0) then
   blocked = true
 end
 if blocked then
-  if reg ~= "0" then
-    if admitted then rw_register(A, token, now, reg) else rw_register(P, token, now, reg) end
+  local code, reserved = -1, 0
+  if v then
+    code = rw_code(redis.call("PTTL", W))
+    if string.match(v, "^%d+:~") then reserved = 1 end
   end
-  return -1
+  if waiter then
+    rw_register(RQ, waiter, now, ARGV[7], admitted)
+    -- The placeholder outlives the next block (see obtain.lua).
+    redis.call("RPUSH", grants, "~")
+    redis.call("PEXPIRE", grants, 2 * tonumber(ARGV[7]))
+    return {code, 2, reserved}
+  end
+  if reg ~= "0" then rw_register(RQ, token, now, reg, admitted) end
+  return code
 end
 
 local fence = 0
-if ARGV[4] == "1" then
-  fence = rw_counter(KEYS[7])
-  if not fence then return rw_bad_counter(KEYS[7]) end
+if fenced then
+  fence = rw_counter(KEYS[9])
+  if not fence then
+    if waiter then redis.call("DEL", grants) end
+    return rw_bad_counter(KEYS[9])
+  end
 end
 rw_prune(R, H, now)
 redis.call("ZADD", R, rw_ms(now + tonumber(ttl)), token)
 redis.call("HSET", H, token, rw_ms(fence) .. ":" .. meta)
 rw_extend(R, ttl)
 rw_extend(H, ttl)
-redis.call("ZREM", P, token)
-redis.call("ZREM", A, token)
+if s then redis.call("ZREM", RQ, id) end
+if waiter then
+  redis.call("DEL", grants)
+  local next, j = ARGV[9], tonumber(ARGV[10])
+  if next and next ~= "" then
+    if j == 1 then rw_renew(WQ, next, now, ARGV[7], false) elseif j == 2 then rw_renew(RQ, next, now, ARGV[7], true) end
+  end
+end
 return fence

@@ -1,16 +1,23 @@
 -- rwmutex_unlock.lua: release the write lock of an RWMutex (see
 -- rwmutex_lib.lua for the keys).
 --
--- KEYS[1..3]  W, P, A.
+-- KEYS[1..8]  W, R, H, Q, WQ, RQ, WW, RW.
 -- ARGV[1]     the token.
+-- ARGV[2]     how long (ms) W stays reserved for the next writer's grant.
+-- ARGV[3]     how long (ms) the readers' wake-ups last.
 --
 -- When W is held with the token it is deleted, and the readers that waited
--- behind the writer (P) are admitted: they enter before the next writer.
+-- behind the writer are admitted and woken, together: they enter before
+-- the next writer. With no reader to admit, W goes to the writer that has
+-- waited longest with WaitForRelease (a reservation for its grant, see
+-- handover.lua), or is left free.
 --
 -- Reply, an integer: 1 released; 0 W was not held with the token (nothing
 -- changed).
-local W, P, A = KEYS[1], KEYS[2], KEYS[3]
+local W, R, H, Q, WQ, RQ, WW, RW = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 if not owns(redis.call("GET", W), owner(ARGV[1])) then return 0 end
+local now = rw_now()
 redis.call("DEL", W)
-rw_admit(P, A, rw_now())
+rw_admit(RQ, now)
+rw_next(W, R, Q, WQ, RQ, WW, RW, ARGV[2], ARGV[3], now, true)
 return 1
