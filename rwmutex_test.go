@@ -654,8 +654,8 @@ func TestRWMutexCrossSlotFence(t *testing.T) {
 	}
 }
 
-// TestRWMutexWaitForRelease: WaitForRelease waits (by polling with its
-// fallback, for now) for readers to leave, and for the writer.
+// TestRWMutexWaitForRelease: WaitForRelease waits for readers to leave,
+// and for the writer (rwmutex_wait_test.go tests how).
 func TestRWMutexWaitForRelease(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()

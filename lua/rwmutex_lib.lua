@@ -130,22 +130,29 @@ local function rw_wake(rw, n, life)
   redis.call("PEXPIRE", rw, life)
 end
 
--- rw_next decides who goes next once the write lock is not held (after a
--- read hold ended, a waiter left, or a reservation was given back): nobody
--- while read holds are live or W is set; the admitted readers, woken only
--- when wake is true (the writer's release wakes them once); else the
--- writer that has waited longest with WaitForRelease, W becoming a
--- reservation for its grant (handover.lua); else, when no writer waits at
--- all, the pending readers, woken. q (Q) may be nil: then pending readers
--- are woken even if a polling writer waits (they then wait again).
+-- rw_next decides who goes next once the write lock is not held (after the
+-- last read hold ended, a waiter left, or a reservation was given back):
+-- nobody while W is set; the admitted readers, woken only when wake is
+-- true (the writer's release wakes them once); else, when no read hold is
+-- live, the writer that has waited longest with WaitForRelease, W becoming
+-- a reservation for its grant (handover.lua); else, when no writer waits
+-- at all, the pending readers, woken. q (Q) may be nil: then pending
+-- readers are woken even if a polling writer waits (they wait again).
 local function rw_next(w, r, q, wq, rq, ww, rw, reserve, life, now, wake)
-  if rw_live(r, now) > 0 or redis.call("EXISTS", w) == 1 then return end
+  if redis.call("EXISTS", w) == 1 then return end
   local a = rw_admitted(rq, now)
   if a > 0 then
     if wake then rw_wake(rw, a, life) end
     return
   end
-  if redis.call("EXISTS", wq) == 1 and handover(w, wq, ww, reserve, "w") == 1 then return end
+  if redis.call("EXISTS", wq) == 1 then
+    if rw_live(r, now) > 0 then
+      -- The last read hold to end hands the lock over.
+      if rw_live(wq, now) > 0 then return end
+    elseif handover(w, wq, ww, reserve, "w") == 1 then
+      return
+    end
+  end
   if q and rw_live(q, now) > 0 then return end
   local p = rw_live(rq, now)
   if p > 0 then rw_wake(rw, p, life) end

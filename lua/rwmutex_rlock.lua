@@ -32,9 +32,9 @@
 -- Reply, when the hold is taken: an integer >= 0, the fence token (the
 -- counter's value: the token of the last write acquisition; 0 without a
 -- counter). When not: without a waiter, an integer, -1 when no expiry is
--- known, else -(ms + 1) with ms the time until W expires; with a waiter,
--- {code, 2, reserved}, code as above, reserved 1 when W is a reservation
--- for a writer's grant. The error "ERR redislock: rw token holds the write
+-- known (writers wait, or W is a reservation), else -(ms + 1) with ms the
+-- time until W expires; with a waiter,
+-- {code, 2, 0}, code as above. The error "ERR redislock: rw token holds the write
 -- lock" when the token holds W (nothing changed).
 local token, meta, ttl, reg = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 local W, R, H, Q, WQ, RQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -63,17 +63,17 @@ elseif not admitted and not rw_alive(R, token, now) and (rw_live(Q, now) > 0 or 
   blocked = true
 end
 if blocked then
-  local code, reserved = -1, 0
-  if v then
-    code = rw_code(redis.call("PTTL", W))
-    if string.match(v, "^%d+:~") then reserved = 1 end
-  end
+  -- A reservation is taken by its writer in a round trip, whose release
+  -- wakes the readers: no expiry to wait for. (Its taker may have died:
+  -- the readers then attempt when their block ends.)
+  local code = -1
+  if v and not string.match(v, "^%d+:~") then code = rw_code(redis.call("PTTL", W)) end
   if waiter then
     rw_register(RQ, waiter, now, ARGV[7], admitted)
     -- The placeholder outlives the next block (see obtain.lua).
     redis.call("RPUSH", grants, "~")
     redis.call("PEXPIRE", grants, 2 * tonumber(ARGV[7]))
-    return {code, 2, reserved}
+    return {code, 2, 0}
   end
   if reg ~= "0" then rw_register(RQ, token, now, reg, admitted) end
   return code

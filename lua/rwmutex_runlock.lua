@@ -19,6 +19,8 @@ local now = rw_now()
 local live = rw_alive(R, token, now)
 redis.call("ZREM", R, token)
 redis.call("HDEL", H, token)
-rw_next(W, R, Q, WQ, RQ, WW, RW, ARGV[2], ARGV[3], now, false)
+if rw_live(R, now) == 0 then
+  rw_next(W, R, Q, WQ, RQ, WW, RW, ARGV[2], ARGV[3], now, false)
+end
 if live then return 1 end
 return 0
