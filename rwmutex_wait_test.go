@@ -598,3 +598,35 @@ func TestRWMutexWaitGiveUp(t *testing.T) {
 		checkNoKeyForever(t, env.admin)
 	})
 }
+
+// A client that is only a redis.Scripter cannot block: WaitForRelease
+// then polls with its fallback, registered as a polling waiter is.
+func TestRWMutexWaitScripterOnly(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		name := redistest.Key(t, "rw")
+		rw := redislock.New(env.admin).RWMutex(name)
+		r, err := rw.RLock(ctx, time.Minute, nil)
+		if err != nil {
+			t.Fatalf("RLock: %v", err)
+		}
+		poll := &redislock.Options{RetryStrategy: redislock.WaitForRelease(redislock.LinearBackoff(2 * time.Millisecond))}
+		done := lockAsync(ctx, redislock.New(newFaultyClient(env.admin)).RWMutex(name), time.Minute, poll)
+		waitMembers(t, env.admin, rwKeys(rw)[rwQ])
+		if _, err := rw.RLock(ctx, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
+			t.Errorf("RLock while a polling writer waits: got %v, want ErrNotObtained", err)
+		}
+		if err := r.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		got := <-done
+		if got.err != nil {
+			t.Fatalf("Lock through a Scripter: %v", got.err)
+		}
+		_ = got.w.Release(ctx)
+		if n := zcard(env.admin, rwKeys(rw)[rwQ]); n != 0 {
+			t.Errorf("%d polling writer registrations left", n)
+		}
+		checkNoKeyForever(t, env.admin)
+	})
+}

@@ -136,6 +136,9 @@ if fenced then
 end
 redis.call("SET", W, prefix .. field .. ":" .. meta, "PX", ttl)
 redis.call("ZREM", Q, token)
+-- Wake-ups left for readers who polled or left are stale from now on: no
+-- reader enters before this writer's release, which wakes them afresh.
+redis.call("DEL", RW)
 if waiter then
   redis.call("ZREM", WQ, waiter)
   redis.call("DEL", grants)
