@@ -283,6 +283,7 @@ func (rw *RWMutex) wait(ctx context.Context, h *rwHold, ttl time.Duration, plan 
 		Backoff:     fallback.NextBackoff,
 		MaxAttempts: plan.attempts,
 		Transient:   script.Transient,
+		Shared:      !write,
 		Attempted:   h.obs.attempted(ctx),
 	})
 	if out.Obtained {

@@ -37,6 +37,7 @@ type member struct {
 	longest time.Duration // the longest block its client allows
 
 	noLead bool // too little time left to block; guarded by the group's mu
+	now    bool // attempt at once (see Request.Shared); guarded by the group's mu
 }
 
 func newMember(id string) *member {
@@ -101,6 +102,11 @@ func (g *group) wait(ctx context.Context, m *member, until time.Time, slack time
 		now := time.Now()
 		block := min(max(now.Sub(m.since), firstBlock), m.longest, until.Sub(now)-slack)
 		g.mu.Lock()
+		if m.now {
+			m.now = false
+			g.mu.Unlock()
+			return 0, nil
+		}
 		m.noLead = block < minBlock
 		if g.leader == m && m.noLead {
 			g.passLead(m)
@@ -129,6 +135,19 @@ func (g *group) wait(ctx context.Context, m *member, until time.Time, slack time
 		}
 		if !time.Now().Before(until) {
 			return 0, nil
+		}
+	}
+}
+
+// wakeAll tells every member but m to attempt at once, without blocking
+// (see [Request.Shared]).
+func (g *group) wakeAll(m *member) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, o := range g.members {
+		if o != m {
+			o.now = true
+			o.signal()
 		}
 	}
 }

@@ -80,6 +80,11 @@ type Request struct {
 	MaxAttempts int
 	// Transient reports whether an error is worth another attempt.
 	Transient func(error) bool
+	// Shared reports that the keys, once obtained, admit more holders (the
+	// read holds of a read-write lock): when a wait obtains them at the
+	// end of a block, the other waits of its group attempt at once instead
+	// of waiting for the lead, so that they enter together.
+	Shared bool
 	// Attempted, when not nil, is called on the waiting goroutine after
 	// each attempt: whether it obtained the keys, whether it was sent with
 	// a block on the wake-up list (obtaining then means a release handed
@@ -286,6 +291,9 @@ func (w *wait) attempt(ctx context.Context) {
 		if r.obtained {
 			w.registered = false
 			w.out = Outcome{Obtained: true, Value: r.value, Sent: sent}
+			if blocked && w.req.Shared {
+				w.g.wakeAll(w.m)
+			}
 			if blocked && ctx.Err() != nil {
 				w.finish(&EndedError{ctx.Err()})
 				return
