@@ -16,27 +16,30 @@ import (
 	"github.com/redislock/redislock"
 )
 
-// rwSuite is workload 6: a read-mostly load on one name, through
+// rwSuite is workload 7: a read-mostly load on one name, through
 // redislock's RWMutex and through its plain Lock doing the same work (every
-// operation exclusive), side by side on one server; then the wait of a
-// writer among continuous readers.
+// operation exclusive), side by side on one server, polling and with
+// WaitForRelease; then the wait of a writer among continuous readers, with
+// each strategy.
 type rwSuite struct {
 	addr     string
 	workers  int           // 32
 	reads    float64       // share of reads, 0.95
 	hold     time.Duration // each hold's work, 1 ms
-	duration time.Duration // each of the two runs
+	duration time.Duration // each run
 	log      func(format string, args ...any)
 }
 
-// rwRow is one run of workload 6.
+// rwRow is one run of workload 7.
 type rwRow struct {
 	Name         string
+	Strategy     string
 	Acquisitions int64
 	Reads        int64
 	Elapsed      time.Duration
 	CPU          time.Duration // Redis's used_cpu_sys + used_cpu_user during the run
 	WriteWaits   []time.Duration
+	Base         float64 // acquisitions/s of the Lock run with the same strategy; 0 for none
 }
 
 func (r rwRow) PerSecond() float64 { return float64(r.Acquisitions) / r.Elapsed.Seconds() }
@@ -57,11 +60,27 @@ func (r rwRow) WriteWait(p float64) time.Duration {
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
-// rwResult is workload 6's outcome.
+// rwResult is workload 7's outcome.
 type rwResult struct {
-	Suite  rwSuite
-	Rows   []rwRow // RWMutex, then Lock
-	Writer rwRow   // one writer among workers-1 continuous readers
+	Suite   rwSuite
+	Rows    []rwRow // per strategy: RWMutex, then Lock
+	Writers []rwRow // per strategy: one writer among workers-1 continuous readers
+}
+
+// rwStrategy is a retry strategy of workload 7, by name.
+type rwStrategy struct {
+	name string
+	opt  *redislock.Options
+}
+
+// rwStrategies are the strategies workload 7 compares: polling every
+// millisecond, and waiting for the release (whose fallback, for transient
+// errors only here, is the default).
+func rwStrategies() []rwStrategy {
+	return []rwStrategy{
+		{"LinearBackoff(1ms)", &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)}},
+		{"WaitForRelease", &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)}},
+	}
 }
 
 func (s *rwSuite) run(ctx context.Context) (*rwResult, error) {
@@ -71,50 +90,55 @@ func (s *rwSuite) run(ctx context.Context) (*rwResult, error) {
 	defer func() { _ = rdb.Close() }()
 	c := redislock.New(rdb)
 	res := &rwResult{Suite: *s}
-	strategy := &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)}
 	const ttl = 10 * time.Second
 
 	mix := func(_ int, rnd *rand.Rand) (bool, time.Duration) { return rnd.Float64() < s.reads, 0 }
-	rw := c.RWMutex("bench:rw")
-	rwRun, err := s.measure(ctx, admin, "RWMutex (RLock / Lock)", mix, func(read bool) (func(context.Context) error, error) {
-		if read {
-			r, err := rw.RLock(ctx, ttl, strategy)
+	for i, st := range rwStrategies() {
+		rw := c.RWMutex(fmt.Sprintf("bench:rw:%d", i))
+		rwRun, err := s.measure(ctx, admin, "RWMutex (RLock / Lock)", mix, func(read bool) (func(context.Context) error, error) {
+			if read {
+				r, err := rw.RLock(ctx, ttl, st.opt)
+				if err != nil {
+					return nil, err
+				}
+				return r.Release, nil
+			}
+			w, err := rw.Lock(ctx, ttl, st.opt)
 			if err != nil {
 				return nil, err
 			}
-			return r.Release, nil
-		}
-		w, err := rw.Lock(ctx, ttl, strategy)
+			return w.Release, nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		return w.Release, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	lockRun, err := s.measure(ctx, admin, "Lock (every operation exclusive)", mix, func(bool) (func(context.Context) error, error) {
-		l, err := c.Obtain(ctx, "bench:rw:mutex", ttl, strategy)
+		key := fmt.Sprintf("bench:rw:mutex:%d", i)
+		lockRun, err := s.measure(ctx, admin, "Lock (every operation exclusive)", mix, func(bool) (func(context.Context) error, error) {
+			l, err := c.Obtain(ctx, key, ttl, st.opt)
+			if err != nil {
+				return nil, err
+			}
+			return l.Release, nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		return l.Release, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	res.Rows = []rwRow{rwRun, lockRun}
-	for _, r := range res.Rows {
-		s.log("  %s: %.0f acquisitions/s, Redis CPU %v per acquisition", r.Name, r.PerSecond(), r.CPUPerAcquisition())
-	}
+		rwRun.Strategy, lockRun.Strategy = st.name, st.name
+		rwRun.Base, lockRun.Base = lockRun.PerSecond(), lockRun.PerSecond()
+		res.Rows = append(res.Rows, rwRun, lockRun)
+		for _, r := range []rwRow{rwRun, lockRun} {
+			s.log("  %s, %s: %.0f acquisitions/s, Redis CPU %v per acquisition", r.Name, r.Strategy, r.PerSecond(), r.CPUPerAcquisition())
+		}
 
-	// One writer among continuous readers: how long it waits.
-	writer, err := s.writerAmongReaders(ctx, admin, c.RWMutex("bench:rw:writer"), strategy)
-	if err != nil {
-		return nil, err
+		// One writer among continuous readers: how long it waits.
+		writer, err := s.writerAmongReaders(ctx, admin, c.RWMutex(fmt.Sprintf("bench:rw:writer:%d", i)), st.opt)
+		if err != nil {
+			return nil, err
+		}
+		writer.Strategy = st.name
+		res.Writers = append(res.Writers, writer)
+		s.log("  writer among %d readers, %s: wait p50 %v, p99 %v (%d writes)", s.workers-1, st.name, writer.WriteWait(0.5), writer.WriteWait(0.99), len(writer.WriteWaits))
 	}
-	res.Writer = writer
-	s.log("  writer among %d readers: wait p50 %v, p99 %v (%d writes)", s.workers-1, writer.WriteWait(0.5), writer.WriteWait(0.99), len(writer.WriteWaits))
 	return res, nil
 }
 
@@ -222,16 +246,19 @@ func redisCPU(ctx context.Context, admin *redis.Client) (time.Duration, error) {
 	return time.Duration(total * float64(time.Second)), nil
 }
 
-// writeMarkdown writes workload 6's section of results.md.
+// writeMarkdown writes workload 7's section of results.md.
 func (r *rwResult) writeMarkdown(w io.Writer) {
 	s := r.Suite
-	fmt.Fprintf(w, "\n## Workload 6: read-write lock, %.0f%% reads over %d workers\n\n", s.reads*100, s.workers)
-	fmt.Fprintf(w, "Each worker takes a hold (a read with probability %.2f, else a write), works %v, releases, for %v; retry strategy LinearBackoff(1ms) for both. The plain Lock does the same work with every operation exclusive.\n\n", s.reads, s.hold, s.duration)
-	_, _ = fmt.Fprintln(w, "| run | acquisitions/s | × Lock | write wait p50 | write wait p99 | Redis CPU per acquisition |")
-	_, _ = fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
-	base := r.Rows[len(r.Rows)-1].PerSecond()
-	for _, row := range append(slices.Clone(r.Rows), r.Writer) {
-		fmt.Fprintf(w, "| %s | %.0f | %.2f | %v | %v | %v |\n", row.Name, row.PerSecond(), row.PerSecond()/base,
+	fmt.Fprintf(w, "\n## Workload 7: read-write lock, %.0f%% reads over %d workers\n\n", s.reads*100, s.workers)
+	fmt.Fprintf(w, "Each worker takes a hold (a read with probability %.2f, else a write), works %v, releases, for %v per run, one go-redis client; the plain Lock does the same work with every operation exclusive, with the same strategy (× Lock compares the two). Then one writer (every 10 ms) among %d readers that take holds back to back. Redis CPU per acquisition includes the failed attempts of waiting callers.\n\n", s.reads, s.hold, s.duration, s.workers-1)
+	_, _ = fmt.Fprintln(w, "| run | strategy | acquisitions/s | × Lock | write wait p50 | write wait p99 | Redis CPU per acquisition |")
+	_, _ = fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	for _, row := range append(slices.Clone(r.Rows), r.Writers...) {
+		ratio := "—"
+		if row.Base > 0 {
+			ratio = fmt.Sprintf("%.2f", row.PerSecond()/row.Base)
+		}
+		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %v | %v | %v |\n", row.Name, row.Strategy, row.PerSecond(), ratio,
 			row.WriteWait(0.5).Round(10*time.Microsecond), row.WriteWait(0.99).Round(10*time.Microsecond), row.CPUPerAcquisition().Round(100*time.Nanosecond))
 	}
 }
