@@ -25,8 +25,9 @@
 --
 -- A reader enters when W is not set and either no writer waits (no live
 -- registration in Q or WQ), or it is admitted (its registration in RQ is
--- negative and live: it waited behind the last writer), or it holds a read
--- already (re-entrant: the hold is renewed). Otherwise it is registered in
+-- negative and live: it waited behind the last writer) or woken by the
+-- release of that writer, or it holds a read already (re-entrant: the hold
+-- is renewed). Otherwise it is registered in
 -- RQ, keeping an admitted registration admitted.
 --
 -- Reply, when the hold is taken: an integer >= 0, the fence token (the
@@ -43,9 +44,14 @@ local f = 8
 if fenced then f = 9 end
 local waiter = ARGV[6]
 local grants = KEYS[f + 5]
+-- A reader woken by a writer's release (a "~free" wake-up, moved to its
+-- grant list by its block) enters with the admitted readers, admitted or
+-- not: its wake-up may have been meant for one of them, who then enters
+-- along with it (internal/handoff's Request.Shared wakes its group).
+local woken = false
 if waiter then
-  -- A reader's wake-ups carry no reservation: the list is only emptied.
-  redis.call("LPOP", grants, 2)
+  local got = redis.call("LPOP", grants, 2)
+  woken = got and got[1] == "~free"
 end
 local now = rw_now()
 local id = waiter or token
@@ -59,7 +65,7 @@ if v then
     return rw_writer_token()
   end
   blocked = true
-elseif not admitted and not rw_alive(R, token, now) and (rw_live(Q, now) > 0 or rw_live(WQ, now) > 0) then
+elseif not admitted and not woken and not rw_alive(R, token, now) and (rw_live(Q, now) > 0 or rw_live(WQ, now) > 0) then
   blocked = true
 end
 if blocked then
@@ -92,7 +98,12 @@ redis.call("ZADD", R, rw_ms(now + tonumber(ttl)), token)
 redis.call("HSET", H, token, rw_ms(fence) .. ":" .. meta)
 rw_extend(R, ttl)
 rw_extend(H, ttl)
-if s then redis.call("ZREM", RQ, id) end
+if s then
+  redis.call("ZREM", RQ, id)
+  -- The last admitted reader in: wake-ups left (for readers that entered
+  -- along with another, or polled) would only cost spurious attempts.
+  if admitted and rw_admitted(RQ, now) == 0 then redis.call("DEL", KEYS[8]) end
+end
 if waiter then
   redis.call("DEL", grants)
   local next, j = ARGV[9], tonumber(ARGV[10])
