@@ -116,3 +116,34 @@ func ExampleWriteLock_Downgrade() {
 	// no writer while the downgraded hold lasts
 	// upgrade refused
 }
+
+// With WaitForRelease, a writer waiting behind readers is handed the lock
+// by the last of them to leave, and readers waiting behind a writer are
+// woken together when it leaves.
+func ExampleRWMutex_waitForRelease() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer func() { _ = rdb.Close() }()
+	rw := redislock.New(rdb).RWMutex("example:report")
+	wait := &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)}
+
+	r, err := rw.RLock(ctx, time.Second, nil)
+	if err != nil {
+		log.Fatalln(err)
+	}
+	done := make(chan *redislock.WriteLock)
+	go func() {
+		w, err := rw.Lock(ctx, time.Second, wait) // waits for the reader
+		if err != nil {
+			log.Fatalln(err)
+		}
+		done <- w
+	}()
+	time.Sleep(50 * time.Millisecond) // let the writer start waiting (not needed for the outcome)
+	_ = r.Release(ctx)                // hands the lock over to the waiting writer
+	w := <-done
+	fmt.Println("the writer has the lock once the reader left")
+	_ = w.Release(ctx)
+	// Output:
+	// the writer has the lock once the reader left
+}
