@@ -604,7 +604,7 @@ func TestHookRWMutex(t *testing.T) {
 	if err != nil {
 		t.Fatalf("b: KeepAlive: %v", err)
 	}
-	if err := rdb.Del(context.Background(), rw.WriterKey()+":rw:readers").Err(); err != nil {
+	if err := rdb.Del(context.Background(), rwKeys(rw)[rwR]).Err(); err != nil {
 		t.Fatalf("DEL: %v", err)
 	}
 	recv(t, ka.Done(), "b's keep-alive to end after the DEL")
