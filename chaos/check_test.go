@@ -239,6 +239,64 @@ func TestStore(t *testing.T) {
 	}
 }
 
+// Claim hands out the slots of a resource with N holders: a free slot, or
+// one whose last writer is not live, and only to a higher token; a holder
+// whose slot was taken over is refused.
+func TestStoreClaim(t *testing.T) {
+	h := NewHistory()
+	s := NewStore(h)
+	liveOf := func(tokens ...int64) func(int64) bool {
+		return func(t int64) bool {
+			for _, x := range tokens {
+				if x == t {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	took := s.Above(SlotKey("k", 0), 5)
+	steps := []struct {
+		token int64
+		live  func(int64) bool
+		want  string // "" for none
+	}{
+		{5, liveOf(5), "k#0"},
+		{7, liveOf(5, 7), "k#1"},
+		{9, liveOf(5, 7, 9), ""},   // both slots held by live permits
+		{9, liveOf(7, 9), "k#0"},   // 5 is gone: its slot is taken over
+		{3, liveOf(3), ""},         // a lower token takes no slot, even from the dead
+		{11, liveOf(9, 11), "k#1"}, // 7 is gone
+		{12, liveOf(12), "k#0"},    // both free: the longest unused (token 9 < 11)
+	}
+	for i, st := range steps {
+		got, ok := s.Claim(1, i+1, "k", 2, st.token, st.live)
+		if got != st.want || ok != (st.want != "") {
+			t.Errorf("step %d: Claim(token %d) = %q, %v; want %q", i, st.token, got, ok, st.want)
+		}
+		if i == 2 {
+			select {
+			case <-took:
+				t.Errorf("Above(k#0, 5) closed before a higher token took the slot")
+			default:
+			}
+		}
+	}
+	select {
+	case <-took:
+	default:
+		t.Errorf("Above(k#0, 5) not closed after token 9 took the slot")
+	}
+	// The holder of token 5, paused, writes to the slot it had.
+	if s.Write(1, 1, "k#0", 5) {
+		t.Errorf("the write of token 5 to its slot, taken over, was accepted")
+	}
+	r := CheckLimit(h.Events(), 2)
+	if r.StaleAccepted != 0 || r.StaleRefused != 1 {
+		t.Errorf("CheckLimit of the slot writes: %d stale accepted, %d refused; want 0, 1", r.StaleAccepted, r.StaleRefused)
+	}
+}
+
 func TestFormatTable(t *testing.T) {
 	out := FormatTable([]Row{{Kind: "latency", Runs: 2, Report: Report{Ops: 100, Overlaps: 0, StaleRefused: 3}}})
 	lines := strings.Split(strings.TrimSpace(out), "\n")

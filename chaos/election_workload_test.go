@@ -12,7 +12,6 @@ import (
 
 	"github.com/redislock/redislock"
 	"github.com/redislock/redislock/chaos"
-	"github.com/redislock/redislock/internal/redistest"
 )
 
 // electionWorkload is the workload of leader election: each worker
@@ -25,6 +24,11 @@ import (
 // Resign. So the checker's rules are the election's: never two leaders by
 // local validity (unless the fault loses data), and no stale write (fenced
 // by term) accepted, ever.
+//
+// Under "pause" a leader stops between its check and its write for longer
+// than its TTL, its client frozen meanwhile (see electionWorkload.freezeFor),
+// and then writes with its old term: the store must refuse that write in
+// every run.
 type electionWorkload struct {
 	h      *chaos.History
 	store  *chaos.Store
@@ -32,14 +36,42 @@ type electionWorkload struct {
 	ttl    time.Duration
 	writes int
 	work   time.Duration
+	// pause, when not nil, returns how long a leader stops after checking
+	// its validity and before writing; 0 for none. freezers[i] is the
+	// freezer of worker i+1's client, which a pause freezes.
+	pause    func(r *rand.Rand) time.Duration
+	freezers []*freezer
 }
 
-func (w *electionWorkload) run(clients []redislock.RedisClient, stop <-chan struct{}) {
+// electionWorkloadStart returns the start of the election workload on the
+// elections names under kind; freezers (one per worker, hooks of their
+// clients) are what its pauses freeze, nil when kind has none.
+func electionWorkloadStart(e *env, kind faultKind, names []string, freezers []*freezer) func(h *chaos.History) runner {
+	return func(h *chaos.History) runner {
+		w := &electionWorkload{h: h, store: chaos.NewStore(h), names: names, ttl: e.sc.ttl, writes: 4, work: e.sc.ttl / 20, freezers: freezers}
+		if kind.pause != nil && freezers != nil {
+			w.pause = kind.pause(e.sc)
+		}
+		if kind.work > 0 {
+			w.work = kind.work
+		}
+		return w
+	}
+}
+
+// check checks the election workload's history with chaos.Check.
+func (w *electionWorkload) check(events []chaos.Event) chaos.Report { return chaos.Check(events) }
+
+// electionKeys returns n election names of t, in the hash slot of its lock
+// keys.
+func electionKeys(t *testing.T, n int) []string { return namedKeys(t, "election", n) }
+
+func (w *electionWorkload) run(clients []client, stop <-chan struct{}) {
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		//nolint:gosec // the workload's choices, no secret
 		rnd := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
-		locker := redislock.New(c)
+		locker := redislock.New(c.rdb)
 		id := i + 1
 		wg.Go(func() {
 			for {
@@ -48,14 +80,14 @@ func (w *electionWorkload) run(clients []redislock.RedisClient, stop <-chan stru
 					return
 				default:
 				}
-				w.cycle(locker, id, rnd, stop)
+				w.cycle(locker, c.errs, id, rnd, stop)
 			}
 		})
 	}
 	wg.Wait()
 }
 
-func (w *electionWorkload) cycle(locker *redislock.Client, id int, rnd *rand.Rand, stop <-chan struct{}) {
+func (w *electionWorkload) cycle(locker *redislock.Client, errs *connErrs, id int, rnd *rand.Rand, stop <-chan struct{}) {
 	h := w.h
 	name := w.names[rnd.IntN(len(w.names))]
 	e := locker.Election(name)
@@ -79,7 +111,7 @@ func (w *electionWorkload) cycle(locker *redislock.Client, id int, rnd *rand.Ran
 		idle(stop, w.ttl/10)
 		return
 	}
-	w.lead(id, name, lead, ev.Acq)
+	w.lead(id, rnd, name, lead, ev.Acq)
 	// The leadership's last validity, then the Resign (which ends it first).
 	select {
 	case <-lead.Done():
@@ -91,22 +123,15 @@ func (w *electionWorkload) cycle(locker *redislock.Client, id int, rnd *rand.Ran
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 2*w.ttl)
 	rs := h.Now()
+	n := errs.count()
 	err = lead.Resign(rctx)
 	re := h.Now()
 	rcancel()
-	rev := chaos.Event{Op: chaos.OpRelease, Client: id, Acq: ev.Acq, Key: name, Start: rs, End: re, Result: chaos.OK}
-	switch {
-	case err == nil:
-	case errors.Is(err, redislock.ErrLockNotHeld):
-		rev.Result = chaos.No
-	default:
-		rev.Result, rev.Err = chaos.Failed, err.Error()
-	}
-	h.Add(rev)
+	h.Add(releaseEvent(id, ev.Acq, name, rs, re, err, errs.count() != n))
 }
 
 // lead writes with the term while the leadership is valid.
-func (w *electionWorkload) lead(id int, name string, lead *redislock.Leadership, acq int) {
+func (w *electionWorkload) lead(id int, rnd *rand.Rand, name string, lead *redislock.Leadership, acq int) {
 	h := w.h
 	for range w.writes {
 		now := h.Now()
@@ -121,6 +146,11 @@ func (w *electionWorkload) lead(id int, name string, lead *redislock.Leadership,
 			break
 		}
 		h.Add(chaos.Event{Op: chaos.OpKeepAlive, Client: id, Acq: acq, Key: name, Start: now, End: now, Result: chaos.OK, Valid: valid})
+		if w.pause != nil {
+			if d := w.pause(rnd); d > 0 {
+				w.freezeFor(id, name, lead, acq, d)
+			}
+		}
 		w.store.Write(id, acq, name, lead.Term())
 		t := time.NewTimer(w.work)
 		select {
@@ -131,6 +161,33 @@ func (w *electionWorkload) lead(id int, name string, lead *redislock.Leadership,
 			return
 		}
 	}
+}
+
+// freezeFor models a process pause of the leader of acq between its check
+// of its validity and its write, as worker.pauseFor does for a lock holder.
+// Such a pause stops the leadership's keep-alive with the rest of the
+// process, but a Leadership's keep-alive cannot be stopped without
+// resigning, which a paused process does not do. So the pause is made at
+// the client boundary: the leader's client is frozen (see freezer) while
+// its goroutine sleeps, and no refresh of its keep-alive reaches Redis.
+// The keep-alive's validity runs out (it ends by itself, at ValidUntil, as
+// the validity was when the pause began), the election key expires on the
+// server, and another campaigner is elected with a higher term. The pause
+// lasts d, then until the store has accepted a write with a higher term
+// for the election, for at most overtakenWait more. Then the client is
+// thawed and the leader, resuming, writes with its old term without
+// looking again: the stale write the store must refuse.
+func (w *electionWorkload) freezeFor(id int, name string, lead *redislock.Leadership, acq int, d time.Duration) {
+	h := w.h
+	f := w.freezers[id-1]
+	f.freeze()
+	h.Fault("client %d frozen for %v leading #%d (term %d)", id, d, acq, lead.Term())
+	now := h.Now()
+	h.Add(chaos.Event{Op: chaos.OpKeepAlive, Client: id, Acq: acq, Key: name, Start: now, End: now, Result: chaos.OK, Valid: h.At(lead.ValidUntil()), Err: "frozen for a pause"})
+	idle(nil, d)
+	idle(w.store.Above(name, lead.Term()), overtakenWait(w.ttl))
+	f.thaw()
+	h.Fault("client %d thawed", id)
 }
 
 func (w *electionWorkload) ended(id int, name string, lead *redislock.Leadership, acq int) {
@@ -159,118 +216,20 @@ func idle(stop <-chan struct{}, d time.Duration) {
 }
 
 // TestElectionFaults runs the election workload under every standalone
-// fault kind but "pause" (a pause must stop the leadership's keep-alive,
-// which the workload cannot reach; the lock workload covers that path of
-// the same keep-alive), each against a redis-server of its own with each
-// worker behind a proxy of its own, and checks each history as
-// TestFaults does. Its rows are "election/<kind>".
+// fault kind, each against a redis-server of its own with each worker
+// behind a proxy of its own, and checks each history as TestFaults does.
+// Its rows are "election/<kind>". The Sentinel and Cluster kinds run it in
+// TestFaultsSentinel and TestFaultsCluster.
 func TestElectionFaults(t *testing.T) {
 	t.Parallel()
-	var kinds []faultKind
-	for _, k := range standaloneKinds {
-		if k.name == "pause" || k.options != nil || k.believe != 0 {
-			continue
+	eachRun(t, standaloneKinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
+		names := electionKeys(t, sc.keys)
+		freezers := make([]*freezer, sc.workers)
+		for i := range freezers {
+			freezers[i] = &freezer{}
 		}
-		kinds = append(kinds, k)
-	}
-	eachRun(t, electionKinds(kinds), func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
-		srv := redistest.NewServer(t, redistest.Redis)
-		e := &env{t: t, sc: sc, server: srv, keys: lockKeys(t, sc.keys)}
-		clients := e.newClients(func() redis.UniversalClient {
-			p := newProxy(t, srv.Addr())
-			e.proxies = append(e.proxies, p)
-			return redis.NewClient(clientOptions(p.Addr(), sc.ttl))
-		})
-		runElectionKind(t, e, kind, clients, func() {
-			for _, p := range e.proxies {
-				p.heal()
-			}
-		})
+		e, p := standaloneEnv(t, "election/"+kind.name, kind, sc, names, func(i int) redis.Hook { return freezers[i] })
+		p.start = electionWorkloadStart(e, kind, names, freezers)
+		runParts(t, e, kind, p)
 	})
-}
-
-// TestElectionFaultsSentinel and TestElectionFaultsCluster run the election
-// workload under the Sentinel and Cluster fault kinds, as TestFaultsSentinel
-// and TestFaultsCluster run the lock workload.
-func TestElectionFaultsSentinel(t *testing.T) {
-	t.Parallel()
-	newSentinel := func(t *testing.T) *redistest.Sentinel { return redistest.NewSentinel(t, redistest.Redis) }
-	eachRun(t, electionKinds(sentinelKinds), newSentinel, func(t *testing.T, kind faultKind, sc scale, s *redistest.Sentinel, n int) {
-		e := &env{t: t, sc: sc, sentinel: s, keys: lockKeys(t, sc.keys)}
-		if n > 0 {
-			waitReplicaInSync(e)
-		}
-		clients := e.newClients(func() redis.UniversalClient {
-			o := s.Options()
-			o.Protocol, o.DisableIdentity = 2, true
-			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
-			o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize = true, 1, 4
-			return redis.NewFailoverClient(o)
-		})
-		runElectionKind(t, e, kind, clients, func() {})
-	})
-}
-
-func TestElectionFaultsCluster(t *testing.T) {
-	t.Parallel()
-	newCluster := func(t *testing.T) *redistest.Cluster { return redistest.NewCluster(t, redistest.Redis) }
-	eachRun(t, electionKinds(clusterKinds), newCluster, func(t *testing.T, kind faultKind, sc scale, c *redistest.Cluster, _ int) {
-		e := &env{t: t, sc: sc, cluster: c, keys: lockKeys(t, sc.keys)}
-		clients := e.newClients(func() redis.UniversalClient {
-			o := c.Options()
-			o.Protocol, o.DisableIdentity = 2, true
-			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
-			o.ContextTimeoutEnabled, o.PoolSize = true, 4
-			return redis.NewClusterClient(o)
-		})
-		runElectionKind(t, e, kind, clients, func() {})
-	})
-}
-
-// electionKinds returns kinds renamed "election/<kind>", without those
-// whose options the election does not take.
-func electionKinds(kinds []faultKind) []faultKind {
-	var out []faultKind
-	for _, k := range kinds {
-		if k.options != nil || k.believe != 0 || k.pause != nil {
-			continue
-		}
-		k.name = "election/" + k.name
-		out = append(out, k)
-	}
-	return out
-}
-
-// runElectionKind runs the election workload on clients (the elections are
-// e.keys) while kind's schedule runs, heals, checks the history, records
-// the report in the results table and fails the test as runKind does.
-func runElectionKind(t *testing.T, e *env, kind faultKind, clients []redislock.RedisClient, heal func()) {
-	t.Helper()
-	e.h = chaos.NewHistory()
-	e.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 18)) //nolint:gosec // the schedule's choices, no secret
-	w := &electionWorkload{h: e.h, store: chaos.NewStore(e.h), names: e.keys, ttl: e.sc.ttl, writes: 4, work: e.sc.ttl / 20}
-	if kind.work > 0 {
-		w.work = kind.work
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.run(clients, stop)
-	}()
-	e.begin = time.Now()
-	func() {
-		defer func() {
-			heal()
-			close(stop)
-			<-done
-		}()
-		kind.schedule(e)
-	}()
-	rep := chaos.Check(e.h.Events())
-	netErrs := e.netErrs.n.Load()
-	results.add(kind.name, rep, netErrs)
-	t.Logf("%s: %d ops, %d leaderships, %d failed, %d network errors, %d overlaps, %d stale writes refused, %d accepted",
-		kind.name, rep.Ops, rep.Obtains, rep.Failed, netErrs, rep.Overlaps, rep.StaleRefused, rep.StaleAccepted)
-	checkReport(t, kind, rep, netErrs)
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,18 +43,26 @@ var kindOrder = []string{
 }
 
 func kindRank(kind string) int {
-	// The semaphore workload's rows (semaphore_test.go) follow the locks',
-	// in the same order.
-	base, sem := strings.CutPrefix(kind, "semaphore/")
-	i := slices.Index(kindOrder, base)
+	// The other workloads' rows ("semaphore/<kind>", …) follow the locks',
+	// one group per workload in the order of workloadPrefixes, each in
+	// kindOrder.
+	group := 0
+	for i, p := range workloadPrefixes {
+		if base, ok := strings.CutPrefix(kind, p); ok {
+			kind, group = base, i+1
+			break
+		}
+	}
+	i := slices.Index(kindOrder, kind)
 	if i < 0 {
 		i = len(kindOrder)
 	}
-	if sem {
-		i += len(kindOrder) + 1
-	}
-	return i
+	return group*(len(kindOrder)+1) + i
 }
+
+// workloadPrefixes are the prefixes of the rows of the workloads other than
+// the lock's, in the order of the results table.
+var workloadPrefixes = []string{"semaphore/", "rw/", "election/"}
 
 // env is what a fault schedule acts on during one run.
 type env struct {
@@ -63,10 +72,9 @@ type env struct {
 	rnd   *rand.Rand
 	begin time.Time
 
-	netErrs errCounter // add it to every worker's client as a hook
-
 	server  *redistest.Server // standalone kinds
 	proxies []*proxy          // standalone kinds: one per worker
+	heal    func()            // undoes the faults at the end of a run; nil: nothing to undo
 
 	sentinel *redistest.Sentinel
 	cluster  *redistest.Cluster
@@ -239,7 +247,9 @@ var standaloneKinds = []faultKind{
 	},
 	{
 		// A holder stops (a GC pause) after checking its lease and before
-		// writing, for longer than the lease.
+		// writing, for longer than the lease, then until another holder has
+		// written (at most overtakenWait more), and writes without looking
+		// again: that write must be refused, in every run.
 		name: "pause",
 		pause: func(sc scale) func(*rand.Rand) time.Duration {
 			return func(r *rand.Rand) time.Duration {
@@ -301,19 +311,36 @@ func clientOptions(addr string, ttl time.Duration) *redis.Options {
 func TestFaults(t *testing.T) {
 	t.Parallel()
 	eachRun(t, standaloneKinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
-		srv := redistest.NewServer(t, redistest.Redis)
-		e := &env{t: t, sc: sc, server: srv, keys: lockKeys(t, sc.keys)}
-		clients := e.newClients(func() redis.UniversalClient {
-			p := newProxy(t, srv.Addr())
-			e.proxies = append(e.proxies, p)
-			return redis.NewClient(clientOptions(p.Addr(), sc.ttl))
-		})
-		runKind(t, e, kind, clients, func() {
-			for _, p := range e.proxies {
-				p.heal()
-			}
-		})
+		e, p := standaloneEnv(t, kind.name, kind, sc, lockKeys(t, sc.keys), nil)
+		p.start = lockWorkload(e, kind)
+		runParts(t, e, kind, p)
 	})
+}
+
+// standaloneEnv returns the env of one run of a standalone fault kind on a
+// redis-server of its own, and the part (see runParts) of one workload on
+// keys, reported in row, whose workers each have a client of their own
+// behind a proxy of their own (with hook, when not nil, added to each
+// client; hook(i) for worker i, from 0). The caller sets the part's start.
+func standaloneEnv(t *testing.T, row string, kind faultKind, sc scale, keys []string, hook func(i int) redis.Hook) (*env, *part) {
+	srv := redistest.NewServer(t, redistest.Redis)
+	e := &env{t: t, sc: sc, server: srv, keys: keys}
+	p := &part{row: row, kind: kind, keys: keys}
+	p.clients = e.newClients(&p.netErrs, func() redis.UniversalClient {
+		px := newProxy(t, srv.Addr())
+		e.proxies = append(e.proxies, px)
+		c := redis.NewClient(clientOptions(px.Addr(), sc.ttl))
+		if hook != nil {
+			c.AddHook(hook(len(e.proxies) - 1))
+		}
+		return c
+	})
+	e.heal = func() {
+		for _, px := range e.proxies {
+			px.heal()
+		}
+	}
+	return e, p
 }
 
 // eachRun runs each of kinds as a parallel subtest at the current scale:
@@ -333,72 +360,153 @@ func eachRun[T any](t *testing.T, kinds []faultKind, own func(t *testing.T) T, r
 	}
 }
 
+// client is the Redis client of one worker, and the errors that reads on
+// its connections returned.
+type client struct {
+	rdb  redislock.RedisClient
+	errs *connErrs
+}
+
 // newClients returns one client per worker, made by newClient, each
-// counting its network errors in e.netErrs and closed when the test ends.
-func (e *env) newClients(newClient func() redis.UniversalClient) []redislock.RedisClient {
-	clients := make([]redislock.RedisClient, e.sc.workers)
+// counting its network errors in netErrs and its connections' read errors
+// in a connErrs of its own, and closed when the test ends.
+func (e *env) newClients(netErrs *errCounter, newClient func() redis.UniversalClient) []client {
+	clients := make([]client, e.sc.workers)
 	for i := range clients {
 		c := newClient()
-		c.AddHook(&e.netErrs)
+		errs := &connErrs{}
+		c.AddHook(netErrs)
+		c.AddHook(errs)
 		e.t.Cleanup(func() { _ = c.Close() })
-		clients[i] = c
+		clients[i] = client{rdb: c, errs: errs}
 	}
 	return clients
 }
 
-// runKind runs kind on clients (see runSchedule), checks the history,
-// records the report in the results table and fails the test for any
-// violation that kind does not allow.
-func runKind(t *testing.T, e *env, kind faultKind, clients []redislock.RedisClient, heal func()) {
-	t.Helper()
-	rep := runSchedule(t, e, kind, clients, heal)
-	netErrs := e.netErrs.n.Load()
-	results.add(kind.name, rep, netErrs)
-	t.Logf("%s: %d ops, %d obtains, %d failed, %d network errors, %d overlaps, %d stale writes refused, %d accepted",
-		kind.name, rep.Ops, rep.Obtains, rep.Failed, netErrs, rep.Overlaps, rep.StaleRefused, rep.StaleAccepted)
-	checkReport(t, kind, rep, netErrs)
+// newWorker returns worker i (from 0) of w, on c.
+func newWorker(w *workload, i int, c client) *worker {
+	//nolint:gosec // the workload's choices, no secret
+	rnd := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
+	return &worker{workload: w, id: i + 1, locker: redislock.New(c.rdb), errs: c.errs, rnd: rnd}
 }
 
-// runSchedule runs the workload on clients while kind's schedule runs on
-// the test goroutine, heals (so that the last releases go through), waits
-// for every worker to finish, and returns the check of the history.
-func runSchedule(t *testing.T, e *env, kind faultKind, clients []redislock.RedisClient, heal func()) chaos.Report {
+// runner is a workload as a run drives it: its workers on their clients
+// until stop is closed (run returns once every worker has finished its
+// cycle), then the check of its share of the history.
+type runner interface {
+	run(clients []client, stop <-chan struct{})
+	check(events []chaos.Event) chaos.Report
+}
+
+// part is one workload of a run. Several parts can run at once under one
+// schedule, each on keys and clients of its own, into one history: the
+// events of its keys (and the slots of its keys, see chaos.SlotKey) and
+// the faults make its share, judged by its runner's check as kind allows.
+type part struct {
+	row     string    // its row in the results table
+	kind    faultKind // the fault kind as this workload is judged by it
+	keys    []string
+	clients []client
+	netErrs errCounter // a hook of every client of the part
+	// start returns the part's runner, recording into h.
+	start func(h *chaos.History) runner
+}
+
+// owns reports whether the event e belongs to p's share of a history.
+func (p *part) owns(e chaos.Event) bool {
+	if e.Op == chaos.OpFault {
+		return true
+	}
+	for _, k := range p.keys {
+		if e.Key == k || strings.HasPrefix(e.Key, k+"#") {
+			return true
+		}
+	}
+	return false
+}
+
+// runParts runs parts (see runReports), records each part's report in the
+// results table under its row and fails the test for any violation its
+// kind does not allow (see checkReport).
+func runParts(t *testing.T, e *env, kind faultKind, parts ...*part) {
+	t.Helper()
+	reps := runReports(t, e, kind, parts...)
+	for i, p := range parts {
+		rep, netErrs := reps[i], p.netErrs.n.Load()
+		results.add(p.row, rep, netErrs)
+		t.Logf("%s: %d ops, %d obtains, %d failed, %d network errors, %d overlaps, %d stale writes refused, %d accepted",
+			p.row, rep.Ops, rep.Obtains, rep.Failed, netErrs, rep.Overlaps, rep.StaleRefused, rep.StaleAccepted)
+		pk := p.kind
+		pk.name = p.row
+		checkReport(t, pk, rep, netErrs)
+	}
+}
+
+// runReports runs the workloads of parts at once while kind's schedule runs
+// on the test goroutine, heals (e.heal, so that the last releases go
+// through), waits for every worker to finish, and returns the check of
+// each part's share of the history.
+func runReports(t *testing.T, e *env, kind faultKind, parts ...*part) []chaos.Report {
 	t.Helper()
 	e.h = chaos.NewHistory()
 	e.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)) //nolint:gosec // the schedule's choices, no secret
-	w := &workload{
-		h:       e.h,
-		store:   chaos.NewStore(e.h),
-		keys:    e.keys,
-		ttl:     e.sc.ttl,
-		writes:  4,
-		work:    e.sc.ttl / 20,
-		options: kind.options,
-		believe: kind.believe,
-	}
-	if kind.pause != nil {
-		w.pause = kind.pause(e.sc)
-	}
-	if kind.work > 0 {
-		w.work = kind.work
+	runners := make([]runner, len(parts))
+	for i, p := range parts {
+		runners[i] = p.start(e.h)
 	}
 	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.run(clients, stop)
-	}()
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Go(func() { runners[i].run(p.clients, stop) })
+	}
 	e.begin = time.Now()
 	func() {
 		// Stop the workers even when the schedule fails the test.
 		defer func() {
-			heal()
+			if e.heal != nil {
+				e.heal()
+			}
 			close(stop)
-			<-done
+			wg.Wait()
 		}()
 		kind.schedule(e)
 	}()
-	return chaos.Check(e.h.Events())
+	events := e.h.Events()
+	reps := make([]chaos.Report, len(parts))
+	for i, p := range parts {
+		var own []chaos.Event
+		for _, ev := range events {
+			if p.owns(ev) {
+				own = append(own, ev)
+			}
+		}
+		reps[i] = runners[i].check(own)
+	}
+	return reps
+}
+
+// lockWorkload returns the start of the lock workload (see workload) on
+// e.keys under kind.
+func lockWorkload(e *env, kind faultKind) func(h *chaos.History) runner {
+	return func(h *chaos.History) runner {
+		w := &workload{
+			h:       h,
+			store:   chaos.NewStore(h),
+			keys:    e.keys,
+			ttl:     e.sc.ttl,
+			writes:  4,
+			work:    e.sc.ttl / 20,
+			options: kind.options,
+			believe: kind.believe,
+		}
+		if kind.pause != nil {
+			w.pause = kind.pause(e.sc)
+		}
+		if kind.work > 0 {
+			w.work = kind.work
+		}
+		return w
+	}
 }
 
 // The checker is only worth something if it catches an unsafe client on a
@@ -409,15 +517,11 @@ func TestFaultsCatchUnsafeClient(t *testing.T) {
 	sc.dur = time.Second
 	srv := redistest.NewServer(t, redistest.Redis)
 	e := &env{t: t, sc: sc, server: srv, keys: lockKeys(t, 1)}
-	var clients []redislock.RedisClient
-	for range sc.workers {
-		c := redis.NewClient(clientOptions(srv.Addr(), sc.ttl))
-		t.Cleanup(func() { _ = c.Close() })
-		clients = append(clients, c)
-	}
 	// Each holder works for two TTLs without refreshing.
 	kind := faultKind{name: "unsafe", believe: 4 * sc.ttl, work: sc.ttl / 2, schedule: func(e *env) { e.hold(e.sc.dur) }}
-	rep := runSchedule(t, e, kind, clients, func() {})
+	p := &part{row: kind.name, kind: kind, keys: e.keys, start: lockWorkload(e, kind)}
+	p.clients = e.newClients(&p.netErrs, func() redis.UniversalClient { return redis.NewClient(clientOptions(srv.Addr(), sc.ttl)) })
+	rep := runReports(t, e, kind, p)[0]
 	t.Logf("unsafe client: %d obtains, %d overlaps, %d obtained while held, %d honest writes refused",
 		rep.Obtains, rep.Overlaps, rep.ObtainedWhileHeld, rep.HonestRefused)
 	if rep.Overlaps == 0 || rep.ObtainedWhileHeld == 0 || rep.HonestRefused == 0 {
@@ -477,10 +581,13 @@ func ctxTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 }
 
 // lockKeys returns n lock keys of t, in one hash slot.
-func lockKeys(t *testing.T, n int) []string {
+func lockKeys(t *testing.T, n int) []string { return namedKeys(t, "lock", n) }
+
+// namedKeys returns the keys name1 … name<n> of t, all in t's hash slot.
+func namedKeys(t *testing.T, name string, n int) []string {
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = redistest.Key(t, fmt.Sprint("lock", i+1))
+		keys[i] = redistest.Key(t, fmt.Sprint(name, i+1))
 	}
 	return keys
 }

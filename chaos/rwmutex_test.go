@@ -3,15 +3,12 @@ package chaos_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
 	"github.com/redislock/redislock/chaos"
-	"github.com/redislock/redislock/internal/redistest"
 )
 
 // rwHandle is what the RW workload needs of a read hold or a write lock.
@@ -33,11 +30,10 @@ type rwWorkload struct {
 	reads map[int]bool
 }
 
-func (w *rwWorkload) run(clients []redislock.RedisClient, stop <-chan struct{}) {
+func (w *rwWorkload) run(clients []client, stop <-chan struct{}) {
 	var wg sync.WaitGroup
 	for i, c := range clients {
-		//nolint:gosec // the workload's choices, no secret
-		wk := &worker{workload: w.workload, id: i + 1, locker: redislock.New(c), rnd: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))}
+		wk := newWorker(w.workload, i, c)
 		wg.Go(func() {
 			for {
 				select {
@@ -127,16 +123,7 @@ func (w *rwWorkload) hold(wk *worker, key string, handle rwHandle, ka *redislock
 		if write {
 			if w.pause != nil {
 				if d := w.pause(wk.rnd); d > 0 {
-					h.Fault("client %d pauses %v holding #%d", wk.id, d, acq)
-					ka.Stop()
-					now := h.Now()
-					h.Add(chaos.Event{Op: chaos.OpKeepAlive, Client: wk.id, Acq: acq, Key: key, Start: now, End: now, Result: chaos.OK, Valid: h.At(ka.ValidUntil()), Err: "stopped for a pause"})
-					wk.idle(nil, d)
-					if time.Now().Before(ka.ValidUntil()) {
-						if next, err := handle.KeepAlive(w.ttl, nil); err == nil {
-							ka = next
-						}
-					}
+					ka = wk.pauseFor(key, handle, ka, acq, d, w.store.Above(key, token))
 				}
 			}
 			w.store.Write(wk.id, acq, key, token)
@@ -167,18 +154,11 @@ func (w *rwWorkload) release(wk *worker, key string, handle rwHandle, ka *redisl
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wk.callTimeout())
 	rs := h.Now()
+	errs := wk.errs.count()
 	err := handle.Release(ctx)
 	re := h.Now()
 	cancel()
-	ev := chaos.Event{Op: chaos.OpRelease, Client: wk.id, Acq: acq, Key: key, Start: rs, End: re, Result: chaos.OK}
-	switch {
-	case err == nil:
-	case errors.Is(err, redislock.ErrLockNotHeld):
-		ev.Result = chaos.No
-	default:
-		ev.Result, ev.Err = chaos.Failed, err.Error()
-	}
-	h.Add(ev)
+	h.Add(releaseEvent(wk.id, acq, key, rs, re, err, wk.errs.count() != errs))
 }
 
 // TestFaultsRWMutex runs the RW workload under every standalone fault kind
@@ -189,64 +169,38 @@ func (w *rwWorkload) release(wk *worker, key string, handle rwHandle, ka *redisl
 // "rw/<kind>".
 func TestFaultsRWMutex(t *testing.T) {
 	t.Parallel()
-	var kinds []faultKind
-	for _, k := range standaloneKinds {
-		k.name = "rw/" + k.name
-		kinds = append(kinds, k)
-	}
-	eachRun(t, kinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
-		srv := redistest.NewServer(t, redistest.Redis)
-		e := &env{t: t, sc: sc, server: srv, keys: lockKeys(t, sc.keys)}
-		clients := e.newClients(func() redis.UniversalClient {
-			p := newProxy(t, srv.Addr())
-			e.proxies = append(e.proxies, p)
-			return redis.NewClient(clientOptions(p.Addr(), sc.ttl))
-		})
-		rep := runRWSchedule(t, e, kind, clients, func() {
-			for _, p := range e.proxies {
-				p.heal()
-			}
-		})
-		netErrs := e.netErrs.n.Load()
-		results.add(kind.name, rep, netErrs)
-		t.Logf("%s: %d ops, %d obtains, %d failed, %d network errors, %d overlaps, %d stale writes refused, %d accepted",
-			kind.name, rep.Ops, rep.Obtains, rep.Failed, netErrs, rep.Overlaps, rep.StaleRefused, rep.StaleAccepted)
-		checkReport(t, kind, rep, netErrs)
+	eachRun(t, standaloneKinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
+		keys := rwKeys(t, sc.keys)
+		e, p := standaloneEnv(t, "rw/"+kind.name, kind, sc, keys, nil)
+		p.start = rwMutexWorkload(e, kind, keys)
+		runParts(t, e, kind, p)
 	})
 }
 
-// runRWSchedule is runSchedule for the RW workload.
-func runRWSchedule(t *testing.T, e *env, kind faultKind, clients []redislock.RedisClient, heal func()) chaos.Report {
-	t.Helper()
-	e.h = chaos.NewHistory()
-	e.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)) //nolint:gosec // the schedule's choices, no secret
-	w := &rwWorkload{workload: &workload{
-		h:      e.h,
-		store:  chaos.NewStore(e.h),
-		keys:   e.keys,
-		ttl:    e.sc.ttl,
-		writes: 4,
-		work:   e.sc.ttl / 20,
-	}, reads: map[int]bool{}}
-	if kind.pause != nil {
-		w.pause = kind.pause(e.sc)
+// rwKeys returns n RWMutex names of t, in the hash slot of its lock keys.
+func rwKeys(t *testing.T, n int) []string { return namedKeys(t, "rw", n) }
+
+// rwMutexWorkload returns the start of the RW workload on keys under kind.
+func rwMutexWorkload(e *env, kind faultKind, keys []string) func(h *chaos.History) runner {
+	return func(h *chaos.History) runner {
+		w := &rwWorkload{workload: &workload{
+			h:      h,
+			store:  chaos.NewStore(h),
+			keys:   keys,
+			ttl:    e.sc.ttl,
+			writes: 4,
+			work:   e.sc.ttl / 20,
+		}, reads: map[int]bool{}}
+		if kind.pause != nil {
+			w.pause = kind.pause(e.sc)
+		}
+		return w
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.run(clients, stop)
-	}()
-	e.begin = time.Now()
-	func() {
-		defer func() {
-			heal()
-			close(stop)
-			<-done
-		}()
-		kind.schedule(e)
-	}()
+}
+
+// check checks the RW workload's history with chaos.CheckRW.
+func (w *rwWorkload) check(events []chaos.Event) chaos.Report {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return chaos.CheckRW(e.h.Events(), w.reads)
+	return chaos.CheckRW(events, w.reads)
 }

@@ -2,15 +2,12 @@ package chaos_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
 	"github.com/redislock/redislock/chaos"
-	"github.com/redislock/redislock/internal/redistest"
 )
 
 // leaseHolder is what a worker holds: a lock, or a semaphore's permit.
@@ -23,57 +20,40 @@ type leaseHolder interface {
 // that they contend.
 const semLimit = 2
 
-// TestFaultsSemaphore runs every standalone fault kind on the semaphore
-// workload (see semCycle): under each, the holders that believe they hold a
-// permit of one key are never more than its limit (unless the kind loses
-// data), fence tokens increase, and no permit is lost early.
-func TestFaultsSemaphore(t *testing.T) {
-	t.Parallel()
-	eachRun(t, standaloneKinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
-		srv := redistest.NewServer(t, redistest.Redis)
-		e := &env{t: t, sc: sc, server: srv, keys: lockKeys(t, sc.keys)}
-		clients := e.newClients(func() redis.UniversalClient {
-			p := newProxy(t, srv.Addr())
-			e.proxies = append(e.proxies, p)
-			return redis.NewClient(clientOptions(p.Addr(), sc.ttl))
-		})
-		heal := func() {
-			for _, p := range e.proxies {
-				p.heal()
-			}
+// semWorkload is the lock workload (see workload) on semaphores of
+// semLimit permits: each cycle acquires a permit of one of the keys, keeps
+// it alive, claims a slot of the key's fenced resource (semLimit slots,
+// each fenced on its own: chaos.Store.Claim, with the live permits read by
+// Semaphore.Holders) and writes to that slot with its fence token while the
+// keep-alive says the permit is valid, then releases. It is judged by
+// chaos.CheckLimit: never more than semLimit holders by local validity
+// (unless the fault loses data), tokens in order, and per slot no stale
+// write accepted and no valid holder's write refused.
+type semWorkload struct{ *workload }
+
+// semaphoreWorkload returns the start of the semaphore workload on keys
+// under kind.
+func semaphoreWorkload(e *env, kind faultKind, keys []string) func(h *chaos.History) runner {
+	return func(h *chaos.History) runner {
+		w := &workload{h: h, store: chaos.NewStore(h), keys: keys, ttl: e.sc.ttl, writes: 4, work: e.sc.ttl / 20}
+		if kind.pause != nil {
+			w.pause = kind.pause(e.sc)
 		}
-		if kind.name == "pause" {
-			// Its effect is a paused holder's write refused by the store;
-			// this workload writes nothing.
-			kind.effect = nil
+		if kind.work > 0 {
+			w.work = kind.work
 		}
-		rep := runSemSchedule(t, e, kind, clients, heal)
-		netErrs := e.netErrs.n.Load()
-		results.add("semaphore/"+kind.name, rep, netErrs)
-		t.Logf("semaphore/%s: %d ops, %d acquisitions, %d failed, %d network errors, %d over the limit of %d",
-			kind.name, rep.Ops, rep.Obtains, rep.Failed, netErrs, rep.Overlaps, semLimit)
-		checkReport(t, kind, rep, netErrs)
-	})
+		return &semWorkload{w}
+	}
 }
 
-// runSemSchedule is runSchedule for the semaphore workload, checked with
-// chaos.CheckLimit.
-func runSemSchedule(t *testing.T, e *env, kind faultKind, clients []redislock.RedisClient, heal func()) chaos.Report {
-	t.Helper()
-	e.h = chaos.NewHistory()
-	e.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2)) //nolint:gosec // the schedule's choices, no secret
-	w := &workload{h: e.h, keys: e.keys, ttl: e.sc.ttl, writes: 4, work: e.sc.ttl / 20, options: kind.options}
-	if kind.pause != nil {
-		w.pause = kind.pause(e.sc)
-	}
-	if kind.work > 0 {
-		w.work = kind.work
-	}
-	stop := make(chan struct{})
+func (w *semWorkload) check(events []chaos.Event) chaos.Report {
+	return chaos.CheckLimit(events, semLimit)
+}
+
+func (w *semWorkload) run(clients []client, stop <-chan struct{}) {
 	var wg sync.WaitGroup
 	for i, c := range clients {
-		//nolint:gosec // the workload's choices, no secret
-		wk := &worker{workload: w, id: i + 1, locker: redislock.New(c), rnd: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))}
+		wk := newWorker(w.workload, i, c)
 		wg.Go(func() {
 			for {
 				select {
@@ -85,22 +65,33 @@ func runSemSchedule(t *testing.T, e *env, kind faultKind, clients []redislock.Re
 			}
 		})
 	}
-	e.begin = time.Now()
-	func() {
-		defer func() {
-			heal()
-			close(stop)
-			wg.Wait()
-		}()
-		kind.schedule(e)
-	}()
-	return chaos.CheckLimit(e.h.Events(), semLimit)
+	wg.Wait()
+}
+
+// semKeys returns n semaphore keys of t, in the hash slot of its lock keys.
+func semKeys(t *testing.T, n int) []string { return namedKeys(t, "sem", n) }
+
+// TestFaultsSemaphore runs every standalone fault kind on the semaphore
+// workload (see semWorkload): under each, the holders that believe they
+// hold a permit of one key are never more than its limit (unless the kind
+// loses data), fence tokens increase, no permit is lost early, no write to
+// a slot is accepted with a token below one it accepted before and no
+// valid holder's write is refused; under "pause", a paused holder's write
+// is refused in every run. Its rows are "semaphore/<kind>".
+func TestFaultsSemaphore(t *testing.T) {
+	t.Parallel()
+	eachRun(t, standaloneKinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
+		keys := semKeys(t, sc.keys)
+		e, p := standaloneEnv(t, "semaphore/"+kind.name, kind, sc, keys, nil)
+		p.start = semaphoreWorkload(e, kind, keys)
+		runParts(t, e, kind, p)
+	})
 }
 
 // semCycle is one acquire, hold and release of a permit: the lock
-// workload's cycle on a semaphore of semLimit permits, without store
-// writes (a store fenced by one highest token does not model limit
-// concurrent writers), with the holder's belief taken from its keep-alive.
+// workload's cycle on a semaphore of semLimit permits, with the holder's
+// belief taken from its keep-alive, its writes going to the slot it
+// claimed (see semWorkload).
 func (w *worker) semCycle(stop <-chan struct{}) {
 	h := w.h
 	key := w.keys[w.rnd.IntN(len(w.keys))]
@@ -112,9 +103,10 @@ func (w *worker) semCycle(stop <-chan struct{}) {
 	opt.FenceKey = fenceOf(key)
 	opt.RetryStrategy = redislock.LinearBackoff(w.ttl / 10)
 
+	sem := w.locker.Semaphore(key, semLimit)
 	ctx, cancel := context.WithTimeout(context.Background(), w.ttl)
 	start := h.Now()
-	p, err := w.locker.Semaphore(key, semLimit).Acquire(ctx, w.ttl, &opt)
+	p, err := sem.Acquire(ctx, w.ttl, &opt)
 	end := h.Now()
 	cancel()
 	ev := w.obtainEvent(key, start, end, nil, err)
@@ -135,7 +127,48 @@ func (w *worker) semCycle(stop <-chan struct{}) {
 		return
 	}
 	if kaErr == nil {
-		w.hold(key, p, ka, ev.Acq, ev.Token)
+		if slot, ok := w.claim(key, sem, ka, ev.Acq, ev.Token); ok {
+			w.hold(key, slot, p, ka, ev.Acq, ev.Token)
+		}
 	}
 	w.release(key, p, ka, ev.Acq)
+}
+
+// claim takes a slot of key's fenced resource for the permit of acq (see
+// chaos.Store.Claim): it reads the live permits (Semaphore.Holders), then,
+// while the keep-alive ka says the permit is valid (recorded, as before a
+// write), claims a slot whose last writer is not among them. It reads
+// again when no slot was free (the live permits it read may have expired
+// since), three times at most, and returns the slot's key, or false when
+// it got none (the holder then writes nothing).
+func (w *worker) claim(key string, sem redislock.Semaphore, ka *redislock.KeepAlive, acq int, token int64) (string, bool) {
+	h := w.h
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), w.callTimeout())
+		holders, err := sem.Holders(ctx)
+		cancel()
+		if err != nil {
+			return "", false
+		}
+		live := make(map[int64]bool, len(holders))
+		for _, p := range holders {
+			live[p.FenceToken] = true
+		}
+		now := h.Now()
+		valid := h.At(ka.ValidUntil())
+		select {
+		case <-ka.Done():
+			w.ended(key, ka, acq)
+			return "", false
+		default:
+		}
+		if now >= valid {
+			return "", false
+		}
+		h.Add(chaos.Event{Op: chaos.OpKeepAlive, Client: w.id, Acq: acq, Key: key, Start: now, End: now, Result: chaos.OK, Valid: valid})
+		if slot, ok := w.store.Claim(w.id, acq, key, semLimit, token, func(t int64) bool { return live[t] }); ok {
+			return slot, true
+		}
+	}
+	return "", false
 }

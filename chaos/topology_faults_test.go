@@ -91,7 +91,8 @@ func waitReplicaInSync(e *env) {
 }
 
 // TestFaultsSentinel runs each Sentinel fault kind on a Sentinel setup of
-// its own.
+// its own, with the lock, semaphore, RW and election workloads at once
+// (see topologyParts).
 func TestFaultsSentinel(t *testing.T) {
 	t.Parallel()
 	newSentinel := func(t *testing.T) *redistest.Sentinel { return redistest.NewSentinel(t, redistest.Redis) }
@@ -100,15 +101,38 @@ func TestFaultsSentinel(t *testing.T) {
 		if n > 0 {
 			waitReplicaInSync(e)
 		}
-		clients := e.newClients(func() redis.UniversalClient {
+		runParts(t, e, kind, topologyParts(t, e, kind, func() redis.UniversalClient {
 			o := s.Options()
 			o.Protocol, o.DisableIdentity = 2, true
 			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
 			o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize = true, 1, 4
 			return redis.NewFailoverClient(o)
-		})
-		runKind(t, e, kind, clients, func() {})
+		})...)
 	})
+}
+
+// topologyParts returns the workloads of one run of a Sentinel or Cluster
+// fault kind, which run at once under its schedule, each on clients of its
+// own made by newClient and on keys of its own, all in the hash slot of
+// e.keys (the slot whose master the Cluster kinds fail over): the lock
+// workload on e.keys (row "<kind>"), and, unless the kind sets Options
+// (MinReplicas, which only locks take), the semaphore, RW and election
+// workloads (rows "semaphore/<kind>", "rw/<kind>", "election/<kind>").
+func topologyParts(t *testing.T, e *env, kind faultKind, newClient func() redis.UniversalClient) []*part {
+	n := e.sc.keys
+	parts := []*part{{row: kind.name, kind: kind, keys: e.keys, start: lockWorkload(e, kind)}}
+	if kind.options == nil {
+		sem, rw, el := semKeys(t, n), rwKeys(t, n), electionKeys(t, n)
+		parts = append(parts,
+			&part{row: "semaphore/" + kind.name, kind: kind, keys: sem, start: semaphoreWorkload(e, kind, sem)},
+			&part{row: "rw/" + kind.name, kind: kind, keys: rw, start: rwMutexWorkload(e, kind, rw)},
+			&part{row: "election/" + kind.name, kind: kind, keys: el, start: electionWorkloadStart(e, kind, el, nil)},
+		)
+	}
+	for _, p := range parts {
+		p.clients = e.newClients(&p.netErrs, newClient)
+	}
+	return parts
 }
 
 // clusterKinds are failovers of the master of the locks' hash slot in a
@@ -160,19 +184,20 @@ func clusterFailovers(e *env, mode string) {
 	e.hold(e.sc.dur / 4)
 }
 
-// TestFaultsCluster runs each Cluster fault kind on a Cluster of its own.
+// TestFaultsCluster runs each Cluster fault kind on a Cluster of its own,
+// with the lock, semaphore, RW and election workloads at once (see
+// topologyParts).
 func TestFaultsCluster(t *testing.T) {
 	t.Parallel()
 	newCluster := func(t *testing.T) *redistest.Cluster { return redistest.NewCluster(t, redistest.Redis) }
 	eachRun(t, clusterKinds, newCluster, func(t *testing.T, kind faultKind, sc scale, c *redistest.Cluster, _ int) {
 		e := &env{t: t, sc: sc, cluster: c, keys: lockKeys(t, sc.keys)}
-		clients := e.newClients(func() redis.UniversalClient {
+		runParts(t, e, kind, topologyParts(t, e, kind, func() redis.UniversalClient {
 			o := c.Options()
 			o.Protocol, o.DisableIdentity = 2, true
 			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
 			o.ContextTimeoutEnabled, o.PoolSize = true, 4
 			return redis.NewClusterClient(o)
-		})
-		runKind(t, e, kind, clients, func() {})
+		})...)
 	})
 }

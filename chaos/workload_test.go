@@ -44,13 +44,15 @@ type workload struct {
 // in the same hash slot.
 func fenceOf(key string) string { return key + ":fence" }
 
+// check checks the lock workload's history with chaos.Check.
+func (w *workload) check(events []chaos.Event) chaos.Report { return chaos.Check(events) }
+
 // run runs one worker per client until stop is closed, then returns once
 // every worker has finished its current cycle (released its lock).
-func (w *workload) run(clients []redislock.RedisClient, stop <-chan struct{}) {
+func (w *workload) run(clients []client, stop <-chan struct{}) {
 	var wg sync.WaitGroup
 	for i, c := range clients {
-		//nolint:gosec // the workload's choices, no secret
-		wk := &worker{workload: w, id: i + 1, locker: redislock.New(c), rnd: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))}
+		wk := newWorker(w, i, c)
 		wg.Go(func() {
 			for {
 				select {
@@ -69,6 +71,7 @@ type worker struct {
 	*workload
 	id     int
 	locker *redislock.Client
+	errs   *connErrs // of the client's connections; nil: not counted
 	rnd    *rand.Rand
 }
 
@@ -118,7 +121,7 @@ func (w *worker) cycle(stop <-chan struct{}) {
 	if w.believe > 0 {
 		w.holdUnsafe(key, lock, ev.Acq, ev.Token, start+w.believe)
 	} else if kaErr == nil {
-		w.hold(key, lock, ka, ev.Acq, ev.Token)
+		w.hold(key, key, lock, ka, ev.Acq, ev.Token)
 	}
 	w.release(key, lock, ka, ev.Acq)
 }
@@ -140,9 +143,12 @@ func (w *worker) obtainEvent(key string, start, end time.Duration, lock *redislo
 	return ev
 }
 
-// hold writes to the store while the keep-alive ka says the lock is held,
-// recording its validity before each write, and when it ended (if it did).
-func (w *worker) hold(key string, lock leaseHolder, ka *redislock.KeepAlive, acq int, token int64) {
+// hold writes to the store's key target while the keep-alive ka says the
+// lock (of key) is held, recording its validity before each write, and
+// when it ended (if it did). A paused holder (workload.pause) on waking
+// writes once more to target without looking; its pause lasts until a
+// newer holder wrote to target, or at most overtakenWait more.
+func (w *worker) hold(key, target string, lock leaseHolder, ka *redislock.KeepAlive, acq int, token int64) {
 	h := w.h
 	for range w.writes {
 		// A careful holder writes only while its keep-alive says the
@@ -163,12 +169,10 @@ func (w *worker) hold(key string, lock leaseHolder, ka *redislock.KeepAlive, acq
 		// …but may stop right after checking.
 		if w.pause != nil {
 			if d := w.pause(w.rnd); d > 0 {
-				ka = w.pauseFor(key, lock, ka, acq, d)
+				ka = w.pauseFor(key, lock, ka, acq, d, w.store.Above(target, token))
 			}
 		}
-		if w.store != nil { // nil for the semaphore workload
-			w.store.Write(w.id, acq, key, token)
-		}
+		w.store.Write(w.id, acq, target, token)
 		// Work until the next write, or until the keep-alive ends: then
 		// the lock is lost, and the holder stops writing at once.
 		t := time.NewTimer(w.work)
@@ -193,15 +197,20 @@ func (w *worker) hold(key string, lock leaseHolder, ka *redislock.KeepAlive, acq
 // returned keep-alive is the stopped one, whose validity is over, so the
 // holder stops writing after the write it was about to make when it
 // paused. That write is the stale one that fencing must refuse when another
-// client obtained the lock meanwhile. It returns the keep-alive to go on
+// client obtained the lock meanwhile. When overtaken is not nil, the pause
+// goes on after d until it is closed (another holder wrote with a higher
+// token), for at most overtakenWait. It returns the keep-alive to go on
 // with.
-func (w *worker) pauseFor(key string, lock leaseHolder, ka *redislock.KeepAlive, acq int, d time.Duration) *redislock.KeepAlive {
+func (w *worker) pauseFor(key string, lock leaseHolder, ka *redislock.KeepAlive, acq int, d time.Duration, overtaken <-chan struct{}) *redislock.KeepAlive {
 	h := w.h
 	h.Fault("client %d pauses %v holding #%d", w.id, d, acq)
 	ka.Stop()
 	now := h.Now()
 	h.Add(chaos.Event{Op: chaos.OpKeepAlive, Client: w.id, Acq: acq, Key: key, Start: now, End: now, Result: chaos.OK, Valid: h.At(ka.ValidUntil()), Err: "stopped for a pause"})
 	w.idle(nil, d)
+	if overtaken != nil {
+		w.idle(overtaken, overtakenWait(w.ttl))
+	}
 	if time.Now().Before(ka.ValidUntil()) {
 		if next, err := lock.KeepAlive(w.ttl, nil); err == nil {
 			return next
@@ -209,6 +218,10 @@ func (w *worker) pauseFor(key string, lock leaseHolder, ka *redislock.KeepAlive,
 	}
 	return ka
 }
+
+// overtakenWait bounds how long a paused holder waits, after its pause,
+// for another holder to write with a higher token (see worker.pauseFor).
+func overtakenWait(ttl time.Duration) time.Duration { return 4 * ttl }
 
 // ended records how the keep-alive ka ended, once its Done is closed.
 func (w *worker) ended(key string, ka *redislock.KeepAlive, acq int) {
@@ -282,18 +295,31 @@ func (w *worker) release(key string, lock leaseHolder, ka *redislock.KeepAlive, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.callTimeout())
 	rs := h.Now()
+	errs := w.errs.count()
 	err := lock.Release(ctx)
 	re := h.Now()
 	cancel()
-	ev := chaos.Event{Op: chaos.OpRelease, Client: w.id, Acq: acq, Key: key, Start: rs, End: re, Result: chaos.OK}
+	h.Add(releaseEvent(w.id, acq, key, rs, re, err, w.errs.count() != errs))
+}
+
+// releaseEvent returns the event of a release (or resign) of acquisition
+// acq of key by client that ran from start to end and returned err. A "not
+// held" after a read on the client's connections failed during the call
+// (connErr) is an unknown outcome, not a loss: go-redis runs a command
+// again after some connection errors (EOF), even one that had run, and a
+// release that ran once finds nothing to release the second time.
+func releaseEvent(client, acq int, key string, start, end time.Duration, err error, connErr bool) chaos.Event {
+	ev := chaos.Event{Op: chaos.OpRelease, Client: client, Acq: acq, Key: key, Start: start, End: end, Result: chaos.OK}
 	switch {
 	case err == nil:
+	case errors.Is(err, redislock.ErrLockNotHeld) && connErr:
+		ev.Result, ev.Err = chaos.Failed, err.Error()+", after a connection error in the call (go-redis may have run it twice)"
 	case errors.Is(err, redislock.ErrLockNotHeld):
 		ev.Result = chaos.No
 	default:
 		ev.Result, ev.Err = chaos.Failed, err.Error()
 	}
-	h.Add(ev)
+	return ev
 }
 
 // idle waits for d, or until stop is closed (when not nil).
