@@ -2,11 +2,13 @@
 // concurrent clients did (obtain, keep the lock with a keep-alive, write to
 // a fenced resource, release) and checks the history by code.
 //
-// The package itself is the checker ([History], [Check], [Store]); its
-// tests drive real redis-server processes through an in-process toxiproxy
-// (latency, stalls, replies lost after the command ran, resets, partitions)
-// and through server restarts, Sentinel and Cluster failovers and client
-// pauses, then check each history. It is its own module, so that toxiproxy
+// The package itself is the checker ([History], [Check], [CheckLimit],
+// [CheckRW], [Store]); its tests drive real redis-server processes through
+// an in-process toxiproxy (latency, stalls, replies lost after the command
+// ran, resets, partitions) and through server restarts, Sentinel and
+// Cluster failovers and client pauses, with workloads of locks,
+// semaphores, read-write locks and leader elections, then check each
+// history. It is its own module, so that toxiproxy
 // and its dependencies never reach the library's go.mod.
 //
 // `make test` runs a short schedule of every fault kind; `make chaos` runs
@@ -36,4 +38,22 @@
 // Validity is measured on the client's monotonic clock from a time taken
 // before the command was sent, so it never outlasts the key on the server
 // (all processes share one machine and one clock here).
+//
+// The other primitives are checked the same way, each by its own rule of
+// holders at once: [CheckLimit] for a semaphore (never more than its limit
+// believing they hold a permit), [CheckRW] for a read-write lock (a writer
+// overlaps nobody; readers share), [Check] for a leader election (a
+// leadership is an acquisition whose token is its term).
+//
+// A resource that the N holders of a semaphore write at once cannot be
+// fenced by one highest token: it would refuse the N-1 valid holders older
+// than the newest. [Store] models it as N slots, each with its own
+// monotonic token ([SlotKey], [Store.Claim]): a new permit takes a slot
+// whose last writer's permit is no longer live (as Semaphore.Holders reads
+// it after the permit was granted) and only with a higher token, and writes
+// there. What is checked per slot is what is checked per lock key: no
+// write accepted below a token the slot accepted before, and no valid
+// holder's write refused (that would mean a live permit was taken for dead,
+// or the limit was exceeded). A holder paused past its permit's TTL finds
+// its slot taken over by a newer permit and its write refused.
 package chaos
