@@ -24,7 +24,8 @@ const semLimit = 2
 // semLimit permits: each cycle acquires a permit of one of the keys, keeps
 // it alive, claims a slot of the key's fenced resource (semLimit slots,
 // each fenced on its own: chaos.Store.Claim, with the live permits read by
-// Semaphore.Holders) and writes to that slot with its fence token while the
+// Semaphore.Holders) and writes to that slot with its fence token (1 to 8
+// times, so that the holders of a key end in any order) while the
 // keep-alive says the permit is valid, then releases. It is judged by
 // chaos.CheckLimit: never more than semLimit holders by local validity
 // (unless the fault loses data), tokens in order, and per slot no stale
@@ -35,7 +36,7 @@ type semWorkload struct{ *workload }
 // under kind.
 func semaphoreWorkload(e *env, kind faultKind, keys []string) func(h *chaos.History) runner {
 	return func(h *chaos.History) runner {
-		w := &workload{h: h, store: chaos.NewStore(h), keys: keys, ttl: e.sc.ttl, writes: 4, work: e.sc.ttl / 20}
+		w := &workload{h: h, store: chaos.NewStore(h), keys: keys, ttl: e.sc.ttl, writes: 4, vary: true, work: e.sc.ttl / 20}
 		if kind.pause != nil {
 			w.pause = kind.pause(e.sc)
 		}
@@ -86,6 +87,31 @@ func TestFaultsSemaphore(t *testing.T) {
 		p.start = semaphoreWorkload(e, kind, keys)
 		runParts(t, e, kind, p)
 	})
+}
+
+// The slot check is only worth something if it catches a resource that
+// hands a valid holder's slot to another: here holders claim slots as if
+// no other permit were live, and valid holders' writes are refused.
+func TestFaultsSemaphoreCatchBlindSlots(t *testing.T) {
+	t.Parallel()
+	sc := currentScale()
+	keys := semKeys(t, 1)
+	kind := faultKind{name: "blind-slots", schedule: func(e *env) { e.hold(e.sc.dur) }}
+	e, p := standaloneEnv(t, kind.name, kind, sc, keys, nil)
+	start := semaphoreWorkload(e, kind, keys)
+	p.start = func(h *chaos.History) runner {
+		r := start(h)
+		r.(*semWorkload).blindSlots = true
+		return r
+	}
+	rep := runReports(t, e, kind, p)[0]
+	t.Logf("blind slots: %d acquisitions, %d over the limit, %d valid holders' writes refused", rep.Obtains, rep.Overlaps, rep.HonestRefused)
+	if rep.HonestRefused == 0 {
+		t.Errorf("the checker missed valid holders' slots taken over: %+v", rep)
+	}
+	if rep.Overlaps != 0 || rep.StaleAccepted != 0 {
+		t.Errorf("the semaphore itself must stay within its limit and the slots fenced: %d over the limit, %d stale writes accepted", rep.Overlaps, rep.StaleAccepted)
+	}
 }
 
 // semCycle is one acquire, hold and release of a permit: the lock
@@ -166,7 +192,11 @@ func (w *worker) claim(key string, sem redislock.Semaphore, ka *redislock.KeepAl
 			return "", false
 		}
 		h.Add(chaos.Event{Op: chaos.OpKeepAlive, Client: w.id, Acq: acq, Key: key, Start: now, End: now, Result: chaos.OK, Valid: valid})
-		if slot, ok := w.store.Claim(w.id, acq, key, semLimit, token, func(t int64) bool { return live[t] }); ok {
+		isLive := func(t int64) bool { return live[t] }
+		if w.blindSlots {
+			isLive = func(int64) bool { return false }
+		}
+		if slot, ok := w.store.Claim(w.id, acq, key, semLimit, token, isLive); ok {
 			return slot, true
 		}
 	}

@@ -23,8 +23,11 @@ type workload struct {
 	store *chaos.Store
 	keys  []string // lock keys; each has its fence key fenceOf(key)
 	ttl   time.Duration
-	// writes per acquisition, and the work between two of them.
+	// writes per acquisition, and the work between two of them; with vary,
+	// each acquisition makes 1 to 2×writes of them, at random, so that
+	// holders of one key end in any order.
 	writes int
+	vary   bool
 	work   time.Duration
 	// options returns the Options of an obtain (with FenceKey and
 	// RetryStrategy set by the worker). Nil: none more.
@@ -38,6 +41,10 @@ type workload struct {
 	// pause, when not nil, returns how long a holder stops after checking
 	// its lease and before writing (a GC pause); 0 for none.
 	pause func(r *rand.Rand) time.Duration
+	// blindSlots makes a deliberately unsafe semaphore resource, to show
+	// that the checker catches it: a holder claims a slot as if no other
+	// permit were live (see worker.claim).
+	blindSlots bool
 }
 
 // fenceOf returns the fence key of a lock key "{tag}:lock": "{tag}:fence",
@@ -150,7 +157,11 @@ func (w *worker) obtainEvent(key string, start, end time.Duration, lock *redislo
 // newer holder wrote to target, or at most overtakenWait more.
 func (w *worker) hold(key, target string, lock leaseHolder, ka *redislock.KeepAlive, acq int, token int64) {
 	h := w.h
-	for range w.writes {
+	n := w.writes
+	if w.vary {
+		n = 1 + w.rnd.IntN(2*w.writes)
+	}
+	for range n {
 		// A careful holder writes only while its keep-alive says the
 		// lock is valid…
 		now := h.Now()
