@@ -39,7 +39,7 @@ func (c *Client) Attach(keys []string, token string, fence int64) (*Lock, error)
 	if token == "" {
 		return nil, fmt.Errorf("%w: empty token", ErrInvalidToken)
 	}
-	lock := &Lock{client: c.client, keys: slices.Clone(keys), token: token, tokenArg: token, fence: fence, handover: handOverIfAllowed}
+	lock := &Lock{client: c.client, keys: slices.Clone(keys), token: token, tokenArg: token, fence: fence, handover: handOverIfAllowed, native: c.server}
 	c.observeAttach(lock)
 	return lock, nil
 }

@@ -2,6 +2,8 @@ package redislock
 
 import (
 	"context"
+	"crypto/sha1" //nolint:gosec // G505: a tag naming a key in stored values, not a security measure
+	"encoding/hex"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,6 +30,11 @@ type Client struct {
 	cluster  bool
 	registry *handoff.Registry
 	hooks    clientHooks // see hook.go
+
+	// server is what the server offers besides scripts, asked once
+	// (native.go); nil for the Client of the package-level shortcuts,
+	// which run scripts only.
+	server *serverCommands
 }
 
 // New returns a Client that runs its scripts through client. When client is
@@ -35,18 +42,27 @@ type Client struct {
 // common hash slot before anything is sent. A nil client makes every call
 // return [ErrNilClient].
 func New(client RedisClient) *Client {
+	c := newClient(client)
+	c.server = new(serverCommands)
+	return c
+}
+
+// newClient returns a Client that runs scripts only: the shortcuts' Client,
+// made per call, which would otherwise ask the server for its native
+// commands at every Lock's first Refresh or Release.
+func newClient(client RedisClient) *Client {
 	_, cluster := client.(*redis.ClusterClient)
 	return &Client{client: client, cluster: cluster, registry: handoff.Default}
 }
 
 // Obtain is a shortcut for New(client).Obtain(ctx, key, ttl, opt).
 func Obtain(ctx context.Context, client RedisClient, key string, ttl time.Duration, opt *Options) (*Lock, error) {
-	return New(client).Obtain(ctx, key, ttl, opt)
+	return newClient(client).Obtain(ctx, key, ttl, opt)
 }
 
 // ObtainMulti is a shortcut for New(client).ObtainMulti(ctx, keys, ttl, opt).
 func ObtainMulti(ctx context.Context, client RedisClient, keys []string, ttl time.Duration, opt *Options) (*Lock, error) {
-	return New(client).ObtainMulti(ctx, keys, ttl, opt)
+	return newClient(client).ObtainMulti(ctx, keys, ttl, opt)
 }
 
 // Obtain takes the lock on key for ttl. It is ObtainMulti with one key; see
@@ -128,7 +144,7 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	// The Lock is built first: it holds the keys the script takes (the lock
 	// keys, then the fence key) in storage of its own, inline for one key,
 	// and the boxed token that every later script call reuses.
-	lock := &Lock{client: c.client, token: token, tokenArg: token, metadata: metadata}
+	lock := &Lock{client: c.client, token: token, tokenArg: token, metadata: metadata, native: c.server}
 	scriptKeys := lock.keyBuf[:0]
 	if len(keys) >= len(lock.keyBuf) {
 		scriptKeys = make([]string, 0, len(keys)+1)
@@ -139,7 +155,8 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	fenced := argUnfenced
 	if fenceKey != "" {
 		scriptKeys = append(scriptKeys, fenceKey)
-		fenced = argFenced
+		lock.fenceTag = fenceTag(fenceKey)
+		fenced = lock.fenceTag
 	}
 	if campaign == nil {
 		ctx = c.observeObtain(ctx, lock, ttl)
@@ -177,4 +194,16 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 		return nil, err
 	}
 	return lock, nil
+}
+
+// fenceTag returns the tag of a fence counter as obtain.lua takes it in
+// place of "1" and records it in a fenced lock's value ("<token>/<tag>"):
+// the first 8 hex digits of the SHA-1 of the counter's key name. Computed
+// here rather than by the script (redis.sha1hex), so that the server does
+// not repeat it on every acquisition.
+func fenceTag(fenceKey string) string {
+	sum := sha1.Sum([]byte(fenceKey)) //nolint:gosec // G401: see the import
+	var tag [8]byte
+	hex.Encode(tag[:], sum[:4])
+	return string(tag[:])
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,20 +142,102 @@ func TestFenceTokenSurvivesLostCounter(t *testing.T) {
 	})
 }
 
+// A counter that is not a decimal integer below 2^53 is refused before
+// the lock is written, and keeps its value and its TTL.
 func TestFenceKeyNotAnInteger(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
+		for i, bad := range []string{"not-a-number", "-5", "1e300", " 12", "0x10", "", "9007199254740992", "18446744073709551616"} {
+			key, fence := redistest.Key(t, "lock"+strconv.Itoa(i)), redistest.Key(t, "fence"+strconv.Itoa(i))
+			if err := rdb.Set(ctx, fence, bad, time.Hour).Err(); err != nil {
+				t.Fatalf("SET: %v", err)
+			}
+			_, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{FenceKey: fence})
+			if err == nil || errors.Is(err, redislock.ErrNotObtained) || !strings.Contains(err.Error(), "does not hold an integer") {
+				t.Fatalf("counter %q: got %v, want a Redis error naming the fence key", bad, err)
+			}
+			if mustExist(t, rdb, key) {
+				t.Errorf("counter %q: lock key written although the fence failed", bad)
+			}
+			if got := mustGet(t, rdb, fence); got != bad {
+				t.Errorf("counter %q: now %q, want it left as it was", bad, got)
+			}
+			if d := rdb.PTTL(ctx, fence).Val(); d <= 59*time.Minute {
+				t.Errorf("counter %q: PTTL %v after the refusal, want its hour kept", bad, d)
+			}
+		}
+	})
+}
+
+// The tag that a fenced lock's value records of its counter is computed by
+// the client now; it must be the one the server computed before (the first
+// 8 hex digits of redis.sha1hex of the key's name), so that a re-entrant
+// obtain continues an acquisition that an earlier version recorded.
+func TestFenceTagMatchesServerSHA1(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
 		key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
-		if err := rdb.Set(ctx, fence, "not-a-number", 0).Err(); err != nil {
-			t.Fatalf("SET: %v", err)
+		// The value as the earlier obtain.lua wrote it, tag from the server.
+		old := redis.NewScript(`local tag = string.sub(redis.sha1hex(KEYS[2]), 1, 8)
+redis.call("SET", KEYS[1], "4:mine:1234567/" .. tag .. ":meta", "PX", 60000)
+return tag`)
+		if err := old.Run(ctx, rdb, []string{key, fence}).Err(); err != nil {
+			t.Fatalf("writing the old value: %v", err)
 		}
-		_, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{FenceKey: fence})
-		if err == nil || errors.Is(err, redislock.ErrNotObtained) {
-			t.Fatalf("got %v, want a Redis error naming the fence key", err)
+		lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, &redislock.Options{Token: "mine", FenceKey: fence})
+		if err != nil {
+			t.Fatalf("re-entrant Obtain: %v", err)
 		}
-		if mustExist(t, rdb, key) {
-			t.Error("lock key written although the fence failed")
+		if got := lock.FenceToken(); got != 1234567 {
+			t.Errorf("re-entrant Obtain over an earlier version's value: token %d, want 1234567 (the tags differ?)", got)
 		}
+		if exists := rdb.Exists(ctx, fence).Val(); exists != 0 {
+			t.Errorf("re-entrant Obtain wrote the counter")
+		}
+		_ = lock.Release(ctx)
+	})
+}
+
+// A fenced acquisition takes its token from the server's clock in µs when
+// the counter is behind it, and from the counter when it is at or ahead.
+func TestFenceTokenFromClockOrCounter(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
+		opt := &redislock.Options{FenceKey: fence}
+		before, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Set(ctx, fence, "5", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, opt)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		if got := lock.FenceToken(); got < before.UnixMicro() {
+			t.Errorf("token %d with counter 5, want at least the server time %d µs", got, before.UnixMicro())
+		}
+		if got, want := mustGet(t, rdb, fence), strconv.FormatInt(lock.FenceToken(), 10); got != want {
+			t.Errorf("counter = %s, want the token %s", got, want)
+		}
+		_ = lock.Release(ctx)
+		ahead := before.UnixMicro() + int64(time.Hour/time.Microsecond)
+		if err := rdb.Set(ctx, fence, ahead, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		lock, err = redislock.Obtain(ctx, rdb, key, time.Minute, opt)
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		if got := lock.FenceToken(); got != ahead+1 {
+			t.Errorf("token %d with the counter an hour ahead at %d, want %d", got, ahead, ahead+1)
+		}
+		if got, want := mustGet(t, rdb, fence), strconv.FormatInt(ahead+1, 10); got != want {
+			t.Errorf("counter = %s, want %s", got, want)
+		}
+		_ = lock.Release(ctx)
 	})
 }
 

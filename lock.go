@@ -3,6 +3,7 @@ package redislock
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redislock/redislock/internal/lease"
@@ -27,6 +28,13 @@ type Lock struct {
 	keyBuf   [2]string    // keys' storage for one key and a fence key
 	handover handover     // how Release hands the keys over to waiters (waitforrelease.go)
 	obs      *observation // the Client's hooks, nil without (hook.go)
+	fenceTag string       // the fence counter's tag in the value, "" without (obtain.lua)
+
+	// native is the Client's record of the server's native commands;
+	// value the lock's value as a native command last matched it
+	// (native.go).
+	native *serverCommands
+	value  atomic.Pointer[string]
 
 	// lease is the one record of the keys' expiry: set by the obtain
 	// (lease.Obtained, with the send time of the attempt that took the
@@ -135,7 +143,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
 		sent := time.Now()
 		l.lease.Sending(sent, leaseTTL)
-		ok, err := refreshScript.Run(ctx, l.client, l.keys, l.tokenArg, ms).Int64()
+		ok, err := l.refresh(ctx, ms)
 		switch {
 		case err != nil:
 			return false, err
@@ -181,7 +189,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		defer cancel()
 	}
 	ctx, start := l.hookReleaseStart(ctx)
-	n, handedOver, err := l.runRelease(ctx)
+	n, handedOver, err := l.release(ctx)
 	if err == nil && int(n) != len(l.keys) {
 		err = ErrLockNotHeld
 	}
@@ -233,9 +241,8 @@ func (l *Lock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, 
 	if err != nil {
 		return nil, err
 	}
-	keys, token := l.keys, l.tokenArg
 	return keepLeaseReporting(&l.lease, time.Duration(ms)*time.Millisecond, opt, l.hookedRefresh(ttl, func(ctx context.Context) error {
-		ok, err := refreshScript.Run(ctx, l.client, keys, token, ms).Int64()
+		ok, err := l.refresh(ctx, ms)
 		switch {
 		case err != nil:
 			return err
@@ -246,4 +253,35 @@ func (l *Lock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, 
 		}
 		return nil
 	}), l.hookEnded())
+}
+
+// refresh extends the lock's keys to ms once: with SET … IFEQ for a single
+// key where the server has it (native.go), else with refresh.lua. Reply as
+// refresh.lua's: 1 extended, 0 some key gone, -1 some key held by another.
+func (l *Lock) refresh(ctx context.Context, ms int64) (int64, error) {
+	if reply, ok, err := l.nativeRefresh(ctx, ms); ok {
+		return reply, err
+	}
+	return refreshScript.Run(ctx, l.client, l.keys, l.tokenArg, ms).Int64()
+}
+
+// release releases the lock's keys once; it returns how many were ours
+// and how many of them went to a waiter. A lock that hands nothing over
+// (obtained without [WaitForRelease]) is deleted with DELIFEQ or DELEX where
+// the server has it, otherwise release.lua runs (runRelease,
+// waitforrelease.go); an attached lock whose user may not run scripts at
+// all is deleted natively after the refusal.
+func (l *Lock) release(ctx context.Context) (ours, handedOver int64, err error) {
+	if l.handover == deleteKeys {
+		if n, ok, err := l.nativeRelease(ctx); ok {
+			return n, 0, err
+		}
+	}
+	ours, handedOver, err = l.runRelease(ctx)
+	if err != nil && l.handover == handOverIfAllowed && deniedByACL(err) {
+		if n, ok, nerr := l.nativeRelease(ctx); ok {
+			return n, 0, nerr
+		}
+	}
+	return ours, handedOver, err
 }

@@ -3,7 +3,7 @@
 -- Calls handover() from handover.lua, which scripts.go prepends.
 --
 -- KEYS[1..n]      the lock keys.
--- KEYS[n+1]       the fence counter key; present only when ARGV[4] is "1".
+-- KEYS[n+1]       the fence counter key; present only when ARGV[4] is not "0".
 -- Then, only when ARGV[5] is given (a waiter), with f = n or n+1:
 -- KEYS[f+1..f+n]      the wait queue of each lock key (a sorted set).
 -- KEYS[f+n+1..f+2n]   the wake-up list of each lock key.
@@ -16,7 +16,9 @@
 -- ARGV[1]     the token.
 -- ARGV[2]     the metadata.
 -- ARGV[3]     the TTL in milliseconds (>= 1, checked by the caller).
--- ARGV[4]     "1" when a fence counter key follows the lock keys, "0" otherwise.
+-- ARGV[4]     "0" without a fence counter key; with one (it follows the lock
+--             keys), the counter's tag: the first 8 hex digits of the SHA-1
+--             of its key name, which the caller computes (fenceTag in Go).
 -- ARGV[5]     optional: the waiter id. The caller waits for the lock.
 -- ARGV[6]     how long (ms) the waiter's registration lasts.
 -- ARGV[7]     how long (ms) a key handed over stays reserved (see handover.lua).
@@ -50,16 +52,17 @@
 --   the placeholder; when obtained (or on error), it is deleted.
 --
 -- Fence tokens: a new acquisition sets the counter to
--- max(counter + 1, server TIME in microseconds), so tokens strictly increase
+-- max(counter + 1, server TIME in microseconds) (a missing counter counts
+-- as 0), so tokens strictly increase
 -- and do not fall back when the counter is lost (restart without persistence,
 -- failover before replication). An acquisition that continues one of ours
 -- (every key already held with our token and one fence from the same
 -- counter) keeps its token; one that names another counter takes a new
 -- token from that counter.
--- A counter that is not a decimal integer below 2^53 is left alone and the
--- reply is the error "ERR redislock: fence key <key> does not hold an integer".
+-- A counter that is not a decimal integer below 2^53 keeps its value and TTL
+-- (it is written back as it was) and the reply is the error "ERR redislock: fence key <key> does not hold an integer".
 local token, meta, ttl = ARGV[1], ARGV[2], ARGV[3]
-local fenced = ARGV[4] == "1"
+local fenced = ARGV[4] ~= "0"
 local waiter = ARGV[5]
 local n = #KEYS
 if fenced then n = n - 1 end
@@ -139,26 +142,37 @@ if fenced then
   -- The fence field of a fenced lock is "<token>/<tag>", the tag naming the
   -- counter it came from: a re-entrant obtain keeps its token only when it
   -- names the same counter; with another it takes a new token from that one.
-  tag = string.sub(redis.sha1hex(KEYS[n + 1]), 1, 8)
+  tag = ARGV[4]
   local same = kept and string.match(kept, "^(%d+)/" .. tag .. "$")
   if owned == n and same and same ~= "0" then
     fence = tonumber(same)
   else
-    -- The counter must be a plain decimal integer that Lua's doubles hold
-    -- exactly (below 2^53): "inf", "1e300", "0x10" or " 12" would make the
-    -- next token wrong, so they are refused and the counter left alone.
-    local cur = redis.call("GET", KEYS[n + 1]) or "0"
-    if not string.match(cur, "^%d+$") or tonumber(cur) >= 9007199254740992 then
-      if granted then
-        handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
-      end
-      return redis.error_reply("ERR redislock: fence key " .. KEYS[n + 1] .. " does not hold an integer")
-    end
-    cur = tonumber(cur)
+    -- One write in the usual case: the counter becomes the server time in
+    -- µs and the SET's GET returns what it held. Only a counter at or
+    -- ahead of the clock (or two acquisitions within a µs) takes a second
+    -- SET, to cur + 1. KEEPTTL, so that a counter given a TTL keeps it.
     local t = redis.call("TIME")
     local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    fence = math.max(cur + 1, now)
-    redis.call("SET", KEYS[n + 1], string.format("%.0f", fence))
+    fence = now
+    local cur = redis.call("SET", KEYS[n + 1], string.format("%.0f", now), "KEEPTTL", "GET")
+    if cur then
+      -- The counter must be a plain decimal integer that Lua's doubles hold
+      -- exactly (below 2^53): "inf", "1e300", "0x10" or " 12" would make the
+      -- next token wrong, so they are refused and the counter put back as
+      -- it was.
+      if not string.match(cur, "^%d+$") or tonumber(cur) >= 9007199254740992 then
+        redis.call("SET", KEYS[n + 1], cur, "KEEPTTL")
+        if granted then
+          handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
+        end
+        return redis.error_reply("ERR redislock: fence key " .. KEYS[n + 1] .. " does not hold an integer")
+      end
+      cur = tonumber(cur)
+      if cur >= now then
+        fence = cur + 1
+        redis.call("SET", KEYS[n + 1], string.format("%.0f", fence), "KEEPTTL")
+      end
+    end
   end
 end
 
