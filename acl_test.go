@@ -223,3 +223,97 @@ func TestACLDocumented(t *testing.T) {
 		}
 	}
 }
+
+// noScriptACL is what a user needs to refresh and release single-key locks
+// on a server with SET … IFEQ and DELIFEQ (Valkey 9; DELEX on Redis 8.4):
+// no EVAL, EVALSHA or FCALL. HELLO, which the Client sends once to learn
+// the server's version, needs no permission. On a Cluster, go-redis also
+// reads the slot map.
+var noScriptACL = []string{"~locks:*", "+get", "+set", "+delifeq"}
+
+// On Valkey 9, a user who may run no script at all can refresh and release
+// a lock that another obtained, through Client.Attach, with the same
+// ownership check by exact value.
+func TestACLWithoutScripts(t *testing.T) {
+	for _, tp := range redistest.Topologies() {
+		if tp.Flavor != redistest.Valkey9 {
+			continue
+		}
+		t.Run(tp.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			admin := tp.NewClient(t)
+			rules := noScriptACL
+			if tp.Cluster {
+				rules = append(slices.Clone(noScriptACL), "+cluster|slots", "+cluster|shards", "+cluster|nodes")
+			}
+			user := "noscript"
+			if c, ok := admin.(*redis.ClusterClient); ok {
+				if err := c.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+					setUser(t, node, user, rules)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				setUser(t, admin.(*redis.Client), user, rules)
+			}
+			o := tp.Options(t)
+			o.Username, o.Password = user, user
+			rdb := redis.NewUniversalClient(o)
+			t.Cleanup(func() { _ = rdb.Close() })
+			locker := redislock.New(rdb)
+
+			key := "locks:{" + t.Name() + "}:job"
+			fence := "locks:{" + t.Name() + "}:fence"
+			if err := rdb.Eval(ctx, "return 1", []string{key}).Err(); !permissionDenied(err) {
+				t.Fatalf("EVAL as %s: %v, want NOPERM (the test's premise)", user, err)
+			}
+			if _, err := locker.Obtain(ctx, key, time.Minute, nil); !permissionDenied(err) {
+				t.Errorf("Obtain as %s: %v, want NOPERM: obtaining needs a script", user, err)
+			}
+
+			held, err := redislock.New(admin).Obtain(ctx, key, time.Minute, &redislock.Options{FenceKey: fence, Metadata: "by admin"})
+			if err != nil {
+				t.Fatalf("Obtain as admin: %v", err)
+			}
+			wrong, err := locker.Attach([]string{key}, "not-"+held.Token(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := wrong.Refresh(ctx, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
+				t.Errorf("Refresh with a wrong token as %s: %v, want ErrNotObtained", user, err)
+			}
+			if err := wrong.Release(ctx); !errors.Is(err, redislock.ErrLockNotHeld) {
+				t.Errorf("Release with a wrong token as %s: %v, want ErrLockNotHeld", user, err)
+			}
+			lock, err := locker.Attach([]string{key}, held.Token(), held.FenceToken())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lock.Refresh(ctx, 3*time.Minute, nil); err != nil {
+				t.Fatalf("Refresh as %s: %v", user, err)
+			}
+			if d := admin.PTTL(ctx, key).Val(); d <= 2*time.Minute {
+				t.Errorf("PTTL after a Refresh to 3 min = %v", d)
+			}
+			ka, err := lock.KeepAlive(time.Minute, nil)
+			if err != nil {
+				t.Fatalf("KeepAlive as %s: %v", user, err)
+			}
+			if err := lock.Release(ctx); err != nil {
+				t.Fatalf("Release as %s: %v", user, err)
+			}
+			<-ka.Done()
+			if n := admin.Exists(ctx, key).Val(); n != 0 {
+				t.Errorf("key left after Release as %s", user)
+			}
+			if err := lock.Release(ctx); !errors.Is(err, redislock.ErrLockNotHeld) {
+				t.Errorf("second Release as %s: %v, want ErrLockNotHeld", user, err)
+			}
+			if err := held.Refresh(ctx, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
+				t.Errorf("the holder's Refresh after the Release: %v, want ErrNotObtained", err)
+			}
+		})
+	}
+}
