@@ -39,6 +39,20 @@ func BenchmarkObtainRelease(b *testing.B) {
 			}
 		}
 	})
+	b.Run("redislock-fenced", func(b *testing.B) {
+		key := redistest.Key(b, "lock")
+		opt := &redislock.Options{FenceKey: redistest.Key(b, "fence")}
+		locker := redislock.New(rdb)
+		for b.Loop() {
+			lock, err := locker.Obtain(ctx, key, time.Minute, opt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := lock.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("raw-go-redis", func(b *testing.B) {
 		keys := []string{redistest.Key(b, "lock")}
 		for b.Loop() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1" //nolint:gosec // G505: a tag naming a key in stored values, not a security measure
 	"encoding/hex"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,7 +25,8 @@ type RedisClient interface {
 // client block one connection between them, whichever Client they use, and
 // at most half of that client's pool blocks at once. The registry holds
 // nothing while nobody waits. Its only state of its own is its hooks
-// ([Client.AddHook]).
+// ([Client.AddHook]), what it learnt of the server's commands (asked once,
+// see [New]) and the tag of the fence key it last obtained with.
 type Client struct {
 	client   RedisClient
 	cluster  bool
@@ -35,6 +37,9 @@ type Client struct {
 	// (native.go); nil for the Client of the package-level shortcuts,
 	// which run scripts only.
 	server *serverCommands
+	// lastFence is the tag of the fence key last obtained with, so that a
+	// Client that fences with one key computes it once.
+	lastFence atomic.Pointer[fenceTagged]
 }
 
 // New returns a Client that runs its scripts through client. When client is
@@ -155,8 +160,8 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	fenced := argUnfenced
 	if fenceKey != "" {
 		scriptKeys = append(scriptKeys, fenceKey)
-		lock.fenceTag = fenceTag(fenceKey)
-		fenced = lock.fenceTag
+		ft := c.fenceTagOf(fenceKey)
+		lock.fenceTag, fenced = ft.tag, ft.arg
 	}
 	if campaign == nil {
 		ctx = c.observeObtain(ctx, lock, ttl)
@@ -196,13 +201,33 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	return lock, nil
 }
 
+// fenceTagged is a fence key with its tag, and the tag boxed for the
+// obtain script.
+type fenceTagged struct {
+	key, tag string
+	arg      any
+}
+
+// fenceTagOf returns the tag of fenceKey, from the Client's one-entry cache
+// when it is the key last used.
+func (c *Client) fenceTagOf(fenceKey string) *fenceTagged {
+	if ft := c.lastFence.Load(); ft != nil && ft.key == fenceKey {
+		return ft
+	}
+	tag := fenceTag(fenceKey)
+	ft := &fenceTagged{key: fenceKey, tag: tag, arg: tag}
+	c.lastFence.Store(ft)
+	return ft
+}
+
 // fenceTag returns the tag of a fence counter as obtain.lua takes it in
 // place of "1" and records it in a fenced lock's value ("<token>/<tag>"):
 // the first 8 hex digits of the SHA-1 of the counter's key name. Computed
 // here rather than by the script (redis.sha1hex), so that the server does
 // not repeat it on every acquisition.
 func fenceTag(fenceKey string) string {
-	sum := sha1.Sum([]byte(fenceKey)) //nolint:gosec // G401: see the import
+	var buf [128]byte                             // on the stack, for the usual key
+	sum := sha1.Sum(append(buf[:0], fenceKey...)) //nolint:gosec // G401: see the import
 	var tag [8]byte
 	hex.Encode(tag[:], sum[:4])
 	return string(tag[:])
