@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -22,6 +23,30 @@ var (
 
 const rawToken = "0123456789abcdefghijkl"
 
+// serverCPU reports, as the metric server-µs/op, the CPU time the server
+// behind rdb spent per operation of the benchmark (INFO cpu,
+// used_cpu_user + used_cpu_sys), from the call until the benchmark ends:
+// call it after the setup. The server must see no other traffic.
+func serverCPU(b *testing.B, rdb *redis.Client) {
+	b.Helper()
+	read := func() float64 {
+		info := redistest.Info(b, rdb, "cpu", "used_cpu_user")
+		sys := redistest.Info(b, rdb, "cpu", "used_cpu_sys")
+		u, err1 := strconv.ParseFloat(info, 64)
+		s, err2 := strconv.ParseFloat(sys, 64)
+		if err1 != nil || err2 != nil {
+			b.Fatalf("INFO cpu: %q, %q", info, sys)
+		}
+		return u + s
+	}
+	start := read()
+	b.Cleanup(func() {
+		if b.N > 0 {
+			b.ReportMetric((read()-start)*1e6/float64(b.N), "server-µs/op")
+		}
+	})
+}
+
 // Run with: go test -run '^$' -bench . -benchmem
 func BenchmarkObtainRelease(b *testing.B) {
 	rdb := redistest.Standalone(b)
@@ -29,6 +54,7 @@ func BenchmarkObtainRelease(b *testing.B) {
 	b.Run("redislock", func(b *testing.B) {
 		key := redistest.Key(b, "lock")
 		locker := redislock.New(rdb)
+		serverCPU(b, rdb)
 		for b.Loop() {
 			lock, err := locker.Obtain(ctx, key, time.Minute, nil)
 			if err != nil {
@@ -43,6 +69,7 @@ func BenchmarkObtainRelease(b *testing.B) {
 		key := redistest.Key(b, "lock")
 		opt := &redislock.Options{FenceKey: redistest.Key(b, "fence")}
 		locker := redislock.New(rdb)
+		serverCPU(b, rdb)
 		for b.Loop() {
 			lock, err := locker.Obtain(ctx, key, time.Minute, opt)
 			if err != nil {
@@ -55,6 +82,7 @@ func BenchmarkObtainRelease(b *testing.B) {
 	})
 	b.Run("raw-go-redis", func(b *testing.B) {
 		keys := []string{redistest.Key(b, "lock")}
+		serverCPU(b, rdb)
 		for b.Loop() {
 			if err := rawObtain.Run(ctx, rdb, keys, rawToken, 60000).Err(); err != nil {
 				b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,20 @@ type library struct {
 	// Connect opens a new client of the server at addr, with its own
 	// connections. counter, if not nil, counts the round trips it sends.
 	Connect func(addr string, counter *contention.Counter) (conn, error)
+	// Only names the micro workloads (workOR1, …) that the library takes
+	// part in, and it then takes part in no other workload (hot key,
+	// memory); nil for all. A variant of another row uses it.
+	Only []string
+}
+
+// takesPart reports whether the library takes part in micro workload id.
+func (l library) takesPart(id string) bool {
+	return l.Only == nil || slices.Contains(l.Only, id)
+}
+
+// fullLibraries returns the libraries that take part in every workload.
+func fullLibraries(libs []library) []library {
+	return slices.DeleteFunc(slices.Clone(libs), func(l library) bool { return l.Only != nil })
 }
 
 // conn is a library bound to one client. Its methods that return a
@@ -78,7 +93,7 @@ func libraries() []library {
 		{
 			Name: "raw go-redis (floor)", Module: "github.com/redis/go-redis/v9", Client: "go-redis",
 			Connect: func(addr string, counter *contention.Counter) (conn, error) {
-				return rawConn{newGoRedis(addr, counter)}, nil
+				return rawConn{rdb: newGoRedis(addr, counter)}, nil
 			},
 		},
 		{
@@ -87,6 +102,21 @@ func libraries() []library {
 			Connect: func(addr string, counter *contention.Counter) (conn, error) {
 				rdb := newGoRedis(addr, counter)
 				return oursConn{rdb: rdb, locker: redislock.New(rdb)}, nil
+			},
+		},
+		{
+			Name: fencedName, Module: "github.com/redislock/redislock", Client: "go-redis",
+			Only: []string{workOR1, workORN},
+			Connect: func(addr string, counter *contention.Counter) (conn, error) {
+				rdb := newGoRedis(addr, counter)
+				return oursConn{rdb: rdb, locker: redislock.New(rdb), fenced: true}, nil
+			},
+		},
+		{
+			Name: intFloorName, Module: "github.com/redis/go-redis/v9", Client: "go-redis",
+			Only: []string{workFailed},
+			Connect: func(addr string, counter *contention.Counter) (conn, error) {
+				return rawConn{rdb: newGoRedis(addr, counter), intReply: true}, nil
 			},
 		},
 		{
@@ -128,11 +158,23 @@ var (
 	rawObtain  = redis.NewScript(`return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`)
 	rawRelease = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 	rawRefresh = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
+	// rawObtainInt replies an integer, as this library's obtain does: a
+	// failed attempt then costs go-redis no redis.Nil error.
+	rawObtainInt = redis.NewScript(`if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return 1 end return 0`)
+)
+
+// The names of the variants' rows.
+const (
+	fencedName   = "redislock (this), FenceKey"
+	intFloorName = "raw go-redis, integer reply"
 )
 
 const rawToken = "0123456789abcdefghijkl" // 22 characters, as this library's tokens
 
-type rawConn struct{ rdb *redis.Client }
+type rawConn struct {
+	rdb      *redis.Client
+	intReply bool // TryHeld with rawObtainInt
+}
 
 func (c rawConn) ObtainRelease(key string) func(context.Context) error {
 	keys := []string{key}
@@ -159,6 +201,18 @@ func (c rawConn) Hold(ctx context.Context, key string) (func(context.Context) er
 
 func (c rawConn) TryHeld(key string) func(context.Context) error {
 	keys := []string{key}
+	if c.intReply {
+		return func(ctx context.Context) error {
+			n, err := rawObtainInt.Run(ctx, c.rdb, keys, "another-token-456789abc", 60000).Int64()
+			switch {
+			case err != nil:
+				return err
+			case n != 0:
+				return errObtainedHeld
+			}
+			return nil
+		}
+	}
 	return func(ctx context.Context) error {
 		err := rawObtain.Run(ctx, c.rdb, keys, "another-token-456789abc", 60000).Err()
 		if errors.Is(err, redis.Nil) {
@@ -192,15 +246,21 @@ func (rawConn) Wait(string, *atomic.Int64) contention.ObtainFunc { return nil }
 
 func (c rawConn) Close() { _ = c.rdb.Close() }
 
-// This library, with default options; WaitForRelease in the hot-key runs.
+// This library, with default options (or a FenceKey, a counter of the
+// goroutine's own); WaitForRelease in the hot-key runs.
 type oursConn struct {
 	rdb    *redis.Client
 	locker *redislock.Client
+	fenced bool
 }
 
 func (c oursConn) ObtainRelease(key string) func(context.Context) error {
+	var opt *redislock.Options
+	if c.fenced {
+		opt = &redislock.Options{FenceKey: key + ":fence"}
+	}
 	return func(ctx context.Context) error {
-		lock, err := c.locker.Obtain(ctx, key, ttl, nil)
+		lock, err := c.locker.Obtain(ctx, key, ttl, opt)
 		if err != nil {
 			return err
 		}

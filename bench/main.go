@@ -41,6 +41,8 @@ func main() {
 	flag.DurationVar(&p.rw, "rw", 3*time.Second, "each run of workload 7 (read-write lock: RWMutex beside Lock, then a writer among readers)")
 	flag.BoolVar(&p.rwOnly, "rw-only", false, "run workload 6 only and print its table")
 	flag.StringVar(&p.addr, "addr", "", "address of a Redis server to use instead of starting one; its INFO commandstats must see no other traffic")
+	flag.StringVar(&p.nativeAddr, "native-addr", "", "address of a Valkey 9 (or Redis 8.4) server for workload 8 instead of starting Valkey 9.1; nothing else may use it")
+	flag.IntVar(&p.nativeOps, "native-ops", 5000, "refreshes and releases of workload 8, each way")
 	flag.Parse()
 	if err := flag.Set("test.benchtime", p.benchtime.String()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -69,6 +71,10 @@ type program struct {
 
 	rw     time.Duration
 	rwOnly bool
+
+	nativeAddr   string
+	nativeOps    int
+	nativeServer string // set by runNative
 }
 
 // Run runs the workloads and writes the report; it returns the exit code.
@@ -132,12 +138,12 @@ func (p *program) run(ctx context.Context) error {
 		return err
 	}
 	logf("workload 4: hot key, %d rounds of %v per run", p.hotRounds, p.hotDuration)
-	hot, err := (&hotSuite{addr: addr, libs: libs, hold: time.Millisecond, duration: p.hotDuration, rounds: p.hotRounds, log: logf}).run(ctx)
+	hot, err := (&hotSuite{addr: addr, libs: fullLibraries(libs), hold: time.Millisecond, duration: p.hotDuration, rounds: p.hotRounds, log: logf}).run(ctx)
 	if err != nil {
 		return err
 	}
 	logf("workload 5: %d locks held at once", p.locks)
-	mem, err := (&memSuite{addr: addr, libs: libs, locks: p.locks, log: logf}).run(ctx)
+	mem, err := (&memSuite{addr: addr, libs: fullLibraries(libs), locks: p.locks, log: logf}).run(ctx)
 	if err != nil {
 		return err
 	}
@@ -151,9 +157,14 @@ func (p *program) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	native, err := p.runNative(ctx)
+	if err != nil {
+		return err
+	}
 	env.Elapsed = time.Since(start)
 
-	rep := &report{Env: env, Libraries: libs, Micro: micro, Hot: hot, Memory: mem, HotDuration: p.hotDuration, HotRounds: p.hotRounds, MicroTime: p.micro, MicroParallel: p.microParallel, Slice: p.slice}
+	rep := &report{Env: env, Libraries: libs, Micro: micro, Hot: hot, Memory: mem, HotDuration: p.hotDuration, HotRounds: p.hotRounds, MicroTime: p.micro, MicroParallel: p.microParallel, Slice: p.slice,
+		Native: native, NativeServer: p.nativeServer, NativeOps: p.nativeOps}
 	var md strings.Builder
 	rep.writeMarkdown(&md)
 	md.WriteString("\n## Semaphore (issue 16)\n\n" + semMD)
@@ -172,6 +183,38 @@ func (p *program) run(ctx context.Context) error {
 	fmt.Print(md.String())
 	logf("bench: wrote %s and %s in %v", filepath.Join(p.out, "results.md"), filepath.Join(p.out, "chart.svg"), env.Elapsed.Round(time.Second))
 	return nil
+}
+
+// runNative runs workload 8 on p.nativeAddr, or on a Valkey 9.1 server of
+// internal/redistest.
+func (p *program) runNative(ctx context.Context) ([]nativeRow, error) {
+	addr := p.nativeAddr
+	if addr == "" {
+		var err error
+		if addr, err = redistest.SharedAddr(redistest.Valkey9); err != nil {
+			return nil, fmt.Errorf("workload 8 needs Valkey 9 (or -native-addr): %w", err)
+		}
+	}
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer func() { _ = admin.Close() }()
+	hello, err := admin.Do(ctx, "HELLO").Result()
+	if err != nil {
+		return nil, err
+	}
+	p.nativeServer = serverName(hello)
+	logf("workload 8: native commands beside scripts on %s, %d operations each way", p.nativeServer, p.nativeOps)
+	return (&nativeSuite{addr: addr, ops: p.nativeOps, log: logf}).run(ctx)
+}
+
+// serverName returns "Valkey 9.1.2" from a HELLO reply.
+func serverName(hello any) string {
+	m, _ := hello.(map[any]any)
+	name, _ := m["server"].(string)
+	version, _ := m["version"].(string)
+	if name == "" {
+		return "unknown server"
+	}
+	return strings.ToUpper(name[:1]) + name[1:] + " " + version
 }
 
 // runContention prints the contention table of rows, and writes it to

@@ -37,6 +37,9 @@ type figure struct {
 	RoundTrips float64
 	// Goroutines is how many goroutines ran the operation.
 	Goroutines int
+	// Server is the server's work per operation, measured with the round
+	// trips (one library at a time, nothing else on the server).
+	Server serverCost
 }
 
 // OpsPerSec returns the operations per second of all goroutines together.
@@ -59,6 +62,7 @@ type microRow struct {
 	IsFloor    bool
 	IsPing     bool
 	IsThisRepo bool
+	Partial    bool // a variant that takes part in some workloads only (library.Only)
 }
 
 // op is a function that goroutine g builds once and then calls in a loop.
@@ -197,23 +201,56 @@ func interleave(goroutines int, ops []op, slice, total time.Duration) ([]float64
 	return out, nil
 }
 
-// countTrips runs f n times on a client that counts, and returns the round
-// trips per call.
-func countTrips(n int, f func(context.Context) error, counter *contention.Counter) (float64, error) {
+// The workloads, as library.Only names them.
+const (
+	workOR1     = "obtain-release-1"
+	workORN     = "obtain-release-n"
+	workFailed  = "failed"
+	workRefresh = "refresh"
+)
+
+// countedOps is how many operations countTrips runs: enough for the
+// server's CPU time per operation to stand well above that of the two
+// INFO calls around them.
+const countedOps = 500
+
+// countTrips runs f countedOps times on a client that counts, and returns
+// the round trips per call and, when admin is not nil, the server's work
+// per call (top names the commands clients send; see costBetween).
+func countTrips(f func(context.Context) error, counter *contention.Counter, admin *redis.Client, top ...string) (float64, serverCost, error) {
 	ctx := context.Background()
 	// Once first, so that loading scripts (NOSCRIPT, then EVAL) is not
 	// counted.
 	if err := f(ctx); err != nil {
-		return 0, err
+		return 0, serverCost{}, err
 	}
-	before := counter.RoundTrips()
-	for range n {
-		if err := f(ctx); err != nil {
-			return 0, err
+	var a serverStats
+	if admin != nil {
+		var err error
+		if a, err = readStats(ctx, admin); err != nil {
+			return 0, serverCost{}, err
 		}
 	}
-	return float64(counter.RoundTrips()-before) / float64(n), nil
+	before := counter.RoundTrips()
+	for range countedOps {
+		if err := f(ctx); err != nil {
+			return 0, serverCost{}, err
+		}
+	}
+	trips := float64(counter.RoundTrips()-before) / countedOps
+	if admin == nil {
+		return trips, serverCost{}, nil
+	}
+	b, err := readStats(ctx, admin)
+	if err != nil {
+		return 0, serverCost{}, err
+	}
+	return trips, costBetween(a, b, countedOps, top...), nil
 }
+
+// clientCommands are the commands that clients send in the micro
+// workloads, for serverCost.Usec.
+var clientCommands = []string{"evalsha", "eval", "set", "get", "del", "delifeq", "pexpire", "ping"}
 
 // microSuite runs workloads 1–3 for every library, and PING beside the
 // Obtain+Release workloads: the times interleaved (see interleave), the
@@ -229,6 +266,7 @@ type microSuite struct {
 
 // workload is one of the micro workloads, for one library.
 type workload struct {
+	id         string // as in library.Only
 	name       string
 	goroutines int
 	ping       bool // PING runs beside, as the round trip that bounds it
@@ -243,21 +281,21 @@ func (s *microSuite) workloads() []workload {
 	keyOf := func(kind string, lib, g int) string { return fmt.Sprintf("bench:%s:%d:%d", kind, lib, g) }
 	return []workload{
 		{
-			name: "Obtain+Release, 1 goroutine", goroutines: 1, ping: true,
+			id: workOR1, name: "Obtain+Release, 1 goroutine", goroutines: 1, ping: true,
 			build: func(_ context.Context, c, _ conn, lib int) (op, func(), error) {
 				return func(g int) func(context.Context) error { return c.ObtainRelease(keyOf("or", lib, g)) }, func() {}, nil
 			},
 			slot: func(r *microRow) **figure { return &r.Obtain1 },
 		},
 		{
-			name: fmt.Sprintf("Obtain+Release, %d goroutines", parallelGoroutines), goroutines: parallelGoroutines, ping: true,
+			id: workORN, name: fmt.Sprintf("Obtain+Release, %d goroutines", parallelGoroutines), goroutines: parallelGoroutines, ping: true,
 			build: func(_ context.Context, c, _ conn, lib int) (op, func(), error) {
 				return func(g int) func(context.Context) error { return c.ObtainRelease(keyOf("or", lib, g)) }, func() {}, nil
 			},
 			slot: func(r *microRow) **figure { return &r.ObtainN },
 		},
 		{
-			name: "failed Obtain on a held key", goroutines: 1,
+			id: workFailed, name: "failed Obtain on a held key", goroutines: 1,
 			build: func(ctx context.Context, c, holder conn, lib int) (op, func(), error) {
 				key := keyOf("held", lib, 0)
 				release, err := holder.Hold(ctx, key)
@@ -269,7 +307,7 @@ func (s *microSuite) workloads() []workload {
 			slot: func(r *microRow) **figure { return &r.Failed },
 		},
 		{
-			name: "Refresh", goroutines: 1,
+			id: workRefresh, name: "Refresh", goroutines: 1,
 			build: func(ctx context.Context, c, _ conn, lib int) (op, func(), error) {
 				refresh, release, err := c.Refresh(ctx, keyOf("refresh", lib, 0))
 				if err != nil {
@@ -296,7 +334,7 @@ func (s *microSuite) run(ctx context.Context) ([]microRow, error) {
 	cs := make([]clients, len(s.libs))
 	counters := make([]*contention.Counter, len(s.libs))
 	for i, lib := range s.libs {
-		rows[i+1] = microRow{Name: lib.Name, Client: lib.Client, IsFloor: i == 0, IsThisRepo: lib.Module == thisModule}
+		rows[i+1] = microRow{Name: lib.Name, Client: lib.Client, IsFloor: i == 0, IsThisRepo: lib.Module == thisModule, Partial: lib.Only != nil}
 		counters[i] = &contention.Counter{}
 		var err error
 		if cs[i].timed, err = lib.Connect(s.addr, nil); err != nil {
@@ -328,24 +366,27 @@ func (s *microSuite) run(ctx context.Context) ([]microRow, error) {
 		figs := make([]*figure, len(rows))
 		// Round trips per operation, on the counting clients.
 		if w.ping {
-			t, err := countTrips(100, pingOp(pingCounted)(0), pingCounter)
+			t, cost, err := countTrips(pingOp(pingCounted)(0), pingCounter, ping, clientCommands...)
 			if err != nil {
 				return nil, fmt.Errorf("PING: %w", err)
 			}
-			figs[0] = &figure{RoundTrips: t}
+			figs[0] = &figure{RoundTrips: t, Server: cost}
 		}
-		for i := range s.libs {
+		for i, lib := range s.libs {
+			if !lib.takesPart(w.id) {
+				continue
+			}
 			build, undo, err := w.build(ctx, cs[i].counted, cs[i].holder, 100+i)
 			if err != nil {
-				return nil, fmt.Errorf("%s, %s: %w", s.libs[i].Name, w.name, err)
+				return nil, fmt.Errorf("%s, %s: %w", lib.Name, w.name, err)
 			}
 			if build != nil {
-				t, err := countTrips(100, build(0), counters[i])
+				t, cost, err := countTrips(build(0), counters[i], ping, clientCommands...)
 				if err != nil {
 					undo()
-					return nil, fmt.Errorf("%s, %s: %w", s.libs[i].Name, w.name, err)
+					return nil, fmt.Errorf("%s, %s: %w", lib.Name, w.name, err)
 				}
-				figs[i+1] = &figure{RoundTrips: t}
+				figs[i+1] = &figure{RoundTrips: t, Server: cost}
 			}
 			undo()
 		}
@@ -357,6 +398,9 @@ func (s *microSuite) run(ctx context.Context) ([]microRow, error) {
 			ops[0] = pingOp(ping)
 		}
 		for i, lib := range s.libs {
+			if !lib.takesPart(w.id) {
+				continue
+			}
 			build, undo, err := w.build(ctx, cs[i].timed, cs[i].holder, i)
 			if err != nil {
 				return nil, fmt.Errorf("%s, %s: %w", lib.Name, w.name, err)
@@ -367,7 +411,7 @@ func (s *microSuite) run(ctx context.Context) ([]microRow, error) {
 		var timed []op
 		var index []int
 		for i, o := range ops {
-			if o == nil {
+			if o == nil || figs[i] == nil {
 				continue
 			}
 			a, err := allocations(w.goroutines, o)

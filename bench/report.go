@@ -22,6 +22,9 @@ type report struct {
 	MicroTime     time.Duration // each one-goroutine workload of 1–3
 	MicroParallel time.Duration // the 32-goroutine workload
 	Slice         time.Duration // one library's turn in it
+	Native        []nativeRow   // workload 8
+	NativeServer  string        // its server, as in "Valkey 9.1.2"
+	NativeOps     int
 }
 
 // version returns the version of module, as built.
@@ -48,12 +51,29 @@ func (r *report) writeMarkdown(w io.Writer) {
 	p("  the others on github.com/redis/go-redis/v9 %s with default options (pool of %d connections).\n", r.version("github.com/redis/go-redis/v9"), 10*e.Cores)
 	p("- PING round trip on an idle connection: p50 %v.\n\n", contention.Round(e.Ping))
 
+	r.writeSummary(w)
 	r.writeMicro(w)
 	r.writeHot(w)
 	r.writeMemory(w)
+	if r.Native != nil {
+		writeNative(w, r.NativeServer, r.NativeOps, r.Native)
+	}
 	r.writeTargets(w)
 	r.writeNotes(w)
 }
+
+// row returns the micro row of the library called name, or nil.
+func (r *report) row(name string) *microRow {
+	for i := range r.Micro {
+		if r.Micro[i].Name == name {
+			return &r.Micro[i]
+		}
+	}
+	return nil
+}
+
+// oursName is the name of this library's row with default options.
+const oursName = "redislock (this)"
 
 // floor returns the row of the raw go-redis floor.
 func (r *report) floor() *microRow {
@@ -109,6 +129,9 @@ func (r *report) writeSingle(w io.Writer, get func(*microRow) *figure, absent st
 			continue
 		}
 		f := get(row)
+		if f == nil && row.Partial {
+			continue
+		}
 		if f == nil {
 			p("| %s | %s | %s | | | | | | |\n", label(row.Name, row.IsThisRepo), row.Client, absent)
 			continue
@@ -197,15 +220,7 @@ type target struct {
 func (r *report) targets() []target {
 	var out []target
 	floor := r.floor()
-	var ours, bsmRow *microRow
-	for i := range r.Micro {
-		switch {
-		case r.Micro[i].IsThisRepo:
-			ours = &r.Micro[i]
-		case r.Micro[i].Name == "bsm/redislock":
-			bsmRow = &r.Micro[i]
-		}
-	}
+	ours, bsmRow := r.row(oursName), r.row("bsm/redislock")
 	if ours != nil && floor != nil && bsmRow != nil {
 		for _, c := range []struct {
 			what     string

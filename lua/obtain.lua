@@ -71,6 +71,12 @@ local f = n
 if fenced then f = n + 1 end
 
 local prefix = owner(token)
+-- One free key, no fence, no waiter: one SET NX takes it. A key that
+-- exists (held, reserved, or ours for a re-entrant obtain) goes the
+-- general way below.
+if n == 1 and not fenced and not waiter then
+  if redis.call("SET", KEYS[1], prefix .. "0:" .. meta, "NX", "PX", ttl) then return 0 end
+end
 -- The grant list holds a placeholder, "~", pushed and given a TTL by the
 -- waiter's registration, so that the BLMOVE that follows pushes a grant
 -- onto a list that expires by itself, whatever becomes of the waiter. Its
