@@ -226,9 +226,18 @@ func TestReport(t *testing.T) {
 		r.Hot = append(r.Hot, runs)
 	}
 
+	r.Native = []nativeRow{
+		{Op: "Refresh", Script: serverCost{CPU: 14 * time.Microsecond, Top: "EVALSHA ×1"}, Native: serverCost{CPU: 11 * time.Microsecond, Top: "SET ×1"}},
+		{Op: "Release", Script: serverCost{CPU: 14 * time.Microsecond, Top: "EVALSHA ×1"}, Native: serverCost{CPU: 12 * time.Microsecond, Top: "DELIFEQ ×1"}},
+	}
+	r.NativeServer, r.NativeOps = "Valkey 9.1.2", 100
+
 	var md strings.Builder
 	r.writeMarkdown(&md)
 	for _, want := range []string{
+		"## Issue 15 in this run", "| same with `FenceKey`, 32 goroutines |", "| failed Obtain, allocs (floor script replying an integer: 10) | 10 |",
+		"acquisitions/s ÷ best peer", "| Release of a single-key lock, Redis CPU: native ÷ script (Valkey 9.1.2) | 0.86× (12.0 vs 14.0 µs; DELIFEQ ×1 vs EVALSHA ×1) |",
+		"## 8. Native commands beside scripts (Valkey 9.1.2)",
 		"## 1. Uncontended Obtain+Release", "## 4. One hot key", "## 5. 100 locks held at once",
 		"| **redislock (this)** | go-redis | 101,000 |", "no Refresh call", "v0.0.0-test",
 		"| Memory per held lock no more than bsm/redislock's | met |", "![Hot key", "rueidis",
