@@ -70,9 +70,9 @@ type serverCost struct {
 	// CPU is the server process's CPU time per operation: everything it
 	// did, reading and answering the commands included.
 	CPU time.Duration
-	// Usec is the time INFO commandstats counts in the top-level commands
+	// CommandTime is the time INFO commandstats counts in the top-level commands
 	// per operation (the script, or the native commands; INFO excluded).
-	Usec time.Duration
+	CommandTime time.Duration
 	// Commands is the commands the server executed per operation, script
 	// internals included (INFO excluded).
 	Commands float64
@@ -96,7 +96,7 @@ func costBetween(a, b serverStats, ops int, top ...string) serverCost {
 		usec += b.usec[name] - a.usec[name]
 		names = append(names, fmt.Sprintf("%s ×%.3g", strings.ToUpper(name), per(calls)))
 	}
-	c.Usec = time.Duration(per(usec) * float64(time.Microsecond))
+	c.CommandTime = time.Duration(per(usec) * float64(time.Microsecond))
 	c.Top = strings.Join(names, ", ")
 	for name, n := range b.calls {
 		if name != "info" {
@@ -231,7 +231,7 @@ func writeNative(w io.Writer, server string, ops int, rows []nativeRow) {
 			cost serverCost
 		}{{"script", r.Script}, {"native", r.Native}} {
 			p("| %s | %s | %s | %.1f | %v | %v | %s |\n", r.Op, c.way, c.cost.Top, c.cost.Commands,
-				c.cost.CPU.Round(10*time.Nanosecond), c.cost.Usec.Round(10*time.Nanosecond), ratio(float64(c.cost.CPU), float64(r.Script.CPU)))
+				c.cost.CPU.Round(10*time.Nanosecond), c.cost.CommandTime.Round(10*time.Nanosecond), ratio(float64(c.cost.CPU), float64(r.Script.CPU)))
 		}
 	}
 	p("\n")
