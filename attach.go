@@ -12,7 +12,10 @@ import (
 //
 // Attach sends nothing and checks nothing on Redis, and it does not block.
 // The handle's [Lock.Release], [Lock.Refresh] and [Lock.TTL] run the same
-// scripts as the original's, with the same ownership check by exact token:
+// scripts as the original's (or native commands, see [New]: a Client from
+// New can then refresh and release with a user whom the ACL allows no
+// script at all, after one GET of the key's value), with the same ownership
+// check by exact token:
 // with a wrong token, Release deletes nothing and returns [ErrLockNotHeld],
 // Refresh changes nothing and returns [ErrNotObtained], and TTL returns
 // (0, nil). With the right token, Release hands each key over to a waiter

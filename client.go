@@ -46,6 +46,17 @@ type Client struct {
 // a *redis.ClusterClient, multi-key locks and fence keys are checked for a
 // common hash slot before anything is sent. A nil client makes every call
 // return [ErrNilClient].
+//
+// On a server that compares values itself (Valkey 8.1+ and Redis 8.4+:
+// SET … IFEQ; Valkey 9.0+: DELIFEQ; Redis 8.4+: DELEX), its locks of one
+// key are refreshed, and released when they hand nothing over to a waiter
+// of [WaitForRelease], with that one command instead of a script: the first
+// such call asks the server once which it has (HELLO, one more round trip,
+// in that call), and the Client keeps the answer; a server that refuses one
+// of these commands later (an ACL, an older node) makes the Client run
+// scripts from then on. A client that cannot send plain commands (a
+// RedisClient that is only a redis.Scripter) runs scripts. Keep one Client
+// per go-redis client rather than one per lock.
 func New(client RedisClient) *Client {
 	c := newClient(client)
 	c.server = new(serverCommands)
@@ -60,12 +71,15 @@ func newClient(client RedisClient) *Client {
 	return &Client{client: client, cluster: cluster, registry: handoff.Default}
 }
 
-// Obtain is a shortcut for New(client).Obtain(ctx, key, ttl, opt).
+// Obtain is a shortcut for New(client).Obtain(ctx, key, ttl, opt), except
+// that the Lock it returns always runs scripts: its Client, made for this
+// one call, does not ask the server for native commands (see [New]).
 func Obtain(ctx context.Context, client RedisClient, key string, ttl time.Duration, opt *Options) (*Lock, error) {
 	return newClient(client).Obtain(ctx, key, ttl, opt)
 }
 
-// ObtainMulti is a shortcut for New(client).ObtainMulti(ctx, keys, ttl, opt).
+// ObtainMulti is a shortcut for New(client).ObtainMulti(ctx, keys, ttl,
+// opt); its Lock always runs scripts, as [Obtain]'s does.
 func ObtainMulti(ctx context.Context, client RedisClient, keys []string, ttl time.Duration, opt *Options) (*Lock, error) {
 	return newClient(client).ObtainMulti(ctx, keys, ttl, opt)
 }

@@ -14,7 +14,8 @@ const releaseTimeout = 5 * time.Second
 
 // Lock is a lock obtained by [Client.Obtain] or [Client.ObtainMulti], or a
 // handle on one from [Client.Attach]. Its accessors only read fields set at
-// creation, its methods each run one script on Redis, and its lease (what
+// creation, its methods each run one script on Redis (or one native
+// command, see [New]), and its lease (what
 // it knows of its keys' expiry, and its keep-alive) guards itself, so a
 // Lock is safe for concurrent use. Every method accepts a nil *Lock: it returns a zero value
 // or an error, never panics.
@@ -122,7 +123,12 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // until the context's deadline or, without one, ttl after the call began;
 // when the context ends first the error matches both [ErrNotObtained] and
 // ctx.Err(). A ttl below one millisecond returns [ErrInvalidTTL] before
-// anything is sent. Only opt.RetryStrategy is used. A successful Refresh
+// anything is sent. Only opt.RetryStrategy is used. Each attempt is one
+// round trip: a script, or for a lock of one key where the server has it
+// (see [New]) SET … IFEQ on the lock's value, which needs no script
+// permission; two when that value is not the one the Lock knows (an
+// attached Lock, or a re-entrant obtain that changed the metadata): a GET
+// first, then the same check by exact token as the script's. A successful Refresh
 // renews the lease that [Lock.KeepAlive] starts from (and that a running
 // keep-alive follows); one that returns ErrNotObtained marks the lock lost:
 // a running keep-alive ends with [ErrLockLost], and KeepAlive refuses to
@@ -159,7 +165,10 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 }
 
 // Release deletes every key of the lock that is still held with its token,
-// in one script. It returns [ErrLockNotHeld] when some key had expired or
+// in one script (for a lock of one key obtained without [WaitForRelease],
+// with DELIFEQ or DELEX where the server has them, see [New]; with a GET
+// first when the Lock does not know the key's value, as for Refresh). It
+// returns [ErrLockNotHeld] when some key had expired or
 // been taken by another: the keys that were still ours are deleted all the
 // same, and the others are left to their holders. A lock obtained with
 // [WaitForRelease] hands each key that has a waiter over to the one that
