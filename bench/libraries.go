@@ -465,7 +465,7 @@ func (c redsyncConn) Wait(key string, gaveUp *atomic.Int64) contention.ObtainFun
 func (c redsyncConn) Close() { _ = c.rdb.Close() }
 
 // rueidislock, configured as its README says for one Redis 7.0.5 or later:
-// KeyMajority 1 and NoLoopTracking. It runs on its own rueidis client
+// KeyMajority 1 and NoLoopTracking; TryNextAfter 1 s (see below). It runs on its own rueidis client
 // (client-side caching, auto-pipelining on one connection), not go-redis.
 // The lock is the context WithContext returns; its cancel releases it and
 // waits for the release. It has no refresh call: a goroutine per lock
@@ -477,6 +477,10 @@ func newRueidisConn(addr string, counter *contention.Counter) (conn, error) {
 		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
 		KeyMajority:    1,
 		NoLoopTracking: true,
+		// Its default, 20 ms, bounds each attempt (with one key, the next
+		// key is none): on two shared, loaded cores a failed attempt
+		// outlived it and ended a run with "context deadline exceeded".
+		TryNextAfter: time.Second,
 	}
 	if counter != nil {
 		opt.ClientBuilder = func(o rueidis.ClientOption) (rueidis.Client, error) {

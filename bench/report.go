@@ -46,7 +46,7 @@ func (r *report) writeMarkdown(w io.Writer) {
 	p("- %s, %s\n", e.Go, e.Redis)
 	p("- Libraries: redislock %s (this module); github.com/bsm/redislock %s; github.com/go-redsync/redsync/v4 %s (one goredis/v9 pool);\n",
 		r.version(thisModule), r.version("github.com/bsm/redislock"), r.version("github.com/go-redsync/redsync/v4"))
-	p("  github.com/redis/rueidis/rueidislock %s (KeyMajority 1, NoLoopTracking, on **its own client, rueidis %s, not go-redis**);\n",
+	p("  github.com/redis/rueidis/rueidislock %s (KeyMajority 1, NoLoopTracking, TryNextAfter 1 s, on **its own client, rueidis %s, not go-redis**);\n",
 		r.version("github.com/redis/rueidis"), r.version("github.com/redis/rueidis"))
 	p("  the others on github.com/redis/go-redis/v9 %s with default options (pool of %d connections).\n", r.version("github.com/redis/go-redis/v9"), 10*e.Cores)
 	p("- PING round trip on an idle connection: p50 %v.\n\n", contention.Round(e.Ping))
