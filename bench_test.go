@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -175,4 +176,79 @@ func BenchmarkTTL(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkFencedObtainScript sets the fenced obtain of v0.1.0 (GET
+// counter, TIME, SET in the script, redis.sha1hex for the tag; the script
+// is testdata/obtain-v0.1.0.lua) beside the current one, the current one
+// unfenced, and the floor's SET NX, as plain go-redis script calls of one
+// key each followed by the same release, in blocks of 100 pairs that
+// alternate, so that all meet the same machine. It reports each one's wall
+// time and the server's CPU time (INFO cpu) per pair.
+func BenchmarkFencedObtainScript(b *testing.B) {
+	rdb := redistest.Standalone(b)
+	ctx := context.Background()
+	old, err := os.ReadFile("testdata/obtain-v0.1.0.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lib, err := os.ReadFile("lua/lib.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	handover, err := os.ReadFile("lua/handover.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	current, err := os.ReadFile("lua/obtain.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	release := redis.NewScript(`if string.sub(redis.call("GET", KEYS[1]) or "", 1, 26) == "22:" .. ARGV[1] .. ":" then return redis.call("DEL", KEYS[1]) end return 0`)
+	now := redis.NewScript(string(lib) + string(handover) + string(current))
+	ways := []struct {
+		name   string
+		script *redis.Script
+		fenced any
+	}{
+		{"floor", redis.NewScript(`return redis.call("SET", KEYS[1], "22:" .. ARGV[1] .. ":0:", "NX", "PX", ARGV[3]) and 0`), "0"},
+		{"unfenced", now, "0"},
+		{"fenced-v0.1.0", redis.NewScript(string(lib) + string(handover) + string(old)), "1"},
+		{"fenced", now, "212e1d38"}, // the tag of "fence"
+	}
+	cpu := func() time.Duration {
+		u, err1 := strconv.ParseFloat(redistest.Info(b, rdb, "cpu", "used_cpu_user"), 64)
+		s, err2 := strconv.ParseFloat(redistest.Info(b, rdb, "cpu", "used_cpu_sys"), 64)
+		if err1 != nil || err2 != nil {
+			b.Fatal("INFO cpu")
+		}
+		return time.Duration((u + s) * float64(time.Second))
+	}
+	keys := []string{redistest.Key(b, "lock"), redistest.Key(b, "fence")}
+	var wall, server [4]time.Duration
+	n := 0
+	for b.Loop() {
+		for i, w := range ways {
+			c0, t0 := cpu(), time.Now()
+			k := keys
+			if w.fenced == "0" {
+				k = keys[:1]
+			}
+			for range 100 {
+				if err := w.script.Run(ctx, rdb, k, rawToken, "", 60000, w.fenced).Err(); err != nil {
+					b.Fatal(w.name, err)
+				}
+				if n, err := release.Run(ctx, rdb, keys[:1], rawToken).Int64(); err != nil || n != 1 {
+					b.Fatal(w.name, n, err)
+				}
+			}
+			wall[i] += time.Since(t0)
+			server[i] += cpu() - c0
+		}
+		n += 100
+	}
+	for i, w := range ways {
+		b.ReportMetric(float64(wall[i].Microseconds())/float64(n), w.name+"-µs/op")
+		b.ReportMetric(float64(server[i].Nanoseconds())/1000/float64(n), w.name+"-server-µs/op")
+	}
 }

@@ -1,0 +1,184 @@
+-- obtain.lua: take every lock key, or none of them; optionally, register
+-- the caller as a waiter when the lock is held (see WaitForRelease).
+-- Calls handover() from handover.lua, which scripts.go prepends.
+--
+-- KEYS[1..n]      the lock keys.
+-- KEYS[n+1]       the fence counter key; present only when ARGV[4] is "1".
+-- Then, only when ARGV[5] is given (a waiter), with f = n or n+1:
+-- KEYS[f+1..f+n]      the wait queue of each lock key (a sorted set).
+-- KEYS[f+n+1..f+2n]   the wake-up list of each lock key.
+-- KEYS[f+2n+1]        the waiter's own grant list: a grant the waiter was
+--                     woken with (moved there by BLMOVE) is taken from it.
+--                     A registration leaves it holding the placeholder "~"
+--                     with a TTL of twice ARGV[6], so that BLMOVE pushes
+--                     onto a list that expires by itself.
+--
+-- ARGV[1]     the token.
+-- ARGV[2]     the metadata.
+-- ARGV[3]     the TTL in milliseconds (>= 1, checked by the caller).
+-- ARGV[4]     "1" when a fence counter key follows the lock keys, "0" otherwise.
+-- ARGV[5]     optional: the waiter id. The caller waits for the lock.
+-- ARGV[6]     how long (ms) the waiter's registration lasts.
+-- ARGV[7]     how long (ms) a key handed over stays reserved (see handover.lua).
+-- ARGV[8]     optional: the id of the waiter of this process that waits
+--             next for key ARGV[9] (1-based), or "": when the lock is
+--             obtained, its registration in that key's queue, if it still
+--             has one, is renewed, so that it counts as a waiter from the
+--             moment it blocks in our place (only if: it may have obtained
+--             or left meanwhile, and must not be registered again).
+--
+-- A lock key holds the plain string "<#token>:<token>:<fence>:<metadata>"
+-- (lib.lua), where <fence> is "0" for a lock without fence counter and
+-- "<fence token>/<tag>" for a fenced one, <tag> being the first 8 hex digits
+-- of the SHA-1 of the counter's key name. A key reserved for the waiter's
+-- grant (handover.lua) counts as free.
+--
+-- Reply without a waiter, an integer:
+--   >= 0   obtained; the fence token (0 when there is no fence counter).
+--   -1     not obtained; a key held by another has no expiry.
+--   < -1   not obtained; -(ms + 1), where ms is the longest remaining PTTL
+--          of the keys held by others (when the lock can be free again).
+-- Reply with a waiter: the same integer when obtained; when not, an array
+--   {code, i, reserved}: code as above; i the index (1-based) of the lock key
+--   that blocks longest; reserved 1 when that key is a reservation for
+--   another waiter's grant, else 0. The waiter is then registered in the
+--   queue of key i only (removed from the others) until ARGV[6] ms from
+--   now; a grant it could not use (another key is held) is handed over to
+--   the next waiter of its key. Lapsed registrations and lapsed marks
+--   of that queue (see handover.lua) are dropped first. When obtained, the waiter is removed from every queue (and
+--   ARGV[8] renewed). When registered, its grant list holds only
+--   the placeholder; when obtained (or on error), it is deleted.
+--
+-- Fence tokens: a new acquisition sets the counter to
+-- max(counter + 1, server TIME in microseconds), so tokens strictly increase
+-- and do not fall back when the counter is lost (restart without persistence,
+-- failover before replication). An acquisition that continues one of ours
+-- (every key already held with our token and one fence from the same
+-- counter) keeps its token; one that names another counter takes a new
+-- token from that counter.
+-- A counter that is not a decimal integer below 2^53 is left alone and the
+-- reply is the error "ERR redislock: fence key <key> does not hold an integer".
+local token, meta, ttl = ARGV[1], ARGV[2], ARGV[3]
+local fenced = ARGV[4] == "1"
+local waiter = ARGV[5]
+local n = #KEYS
+if fenced then n = n - 1 end
+if waiter then n = (n - 1) / 3 end
+local f = n
+if fenced then f = n + 1 end
+
+local prefix = owner(token)
+-- The grant list holds a placeholder, "~", pushed and given a TTL by the
+-- waiter's registration, so that the BLMOVE that follows pushes a grant
+-- onto a list that expires by itself, whatever becomes of the waiter. Its
+-- head is the grant, if one came; it is taken whole (and so deleted).
+local grants = KEYS[f + 2 * n + 1]
+local grant = ""
+if waiter then
+  local got = redis.call("LPOP", grants, 2)
+  if got and got[1] ~= "~" then grant = got[1] end
+end
+local gprefix = owner(grant)
+local owned, kept, blocked, wait = 0, nil, false, 0
+local granted, blocker, reserved = nil, 0, false
+for i = 1, n do
+  local v = redis.call("GET", KEYS[i])
+  if v then
+    if owns(v, prefix) then
+      owned = owned + 1
+      local fv = string.match(v, "^(%d+/?%x*):", #prefix + 1)
+      if kept == nil then kept = fv elseif kept ~= fv then kept = false end
+    elseif grant ~= "" and owns(v, gprefix) then
+      granted = i
+    else
+      blocked = true
+      local ms = redis.call("PTTL", KEYS[i])
+      -- Under a millisecond left: say 1, since -(0 + 1) would read "no expiry".
+      if ms == 0 then ms = 1 end
+      local longer = blocker == 0 or (wait >= 0 and (ms < 0 or ms > wait))
+      if ms < 0 then wait = -1 elseif wait >= 0 and ms > wait then wait = ms end
+      if longer then
+        blocker = i
+        reserved = string.match(v, "^%d+:~") ~= nil
+      end
+    end
+  end
+end
+if blocked then
+  local code = -1
+  if wait >= 0 then code = -(wait + 1) end
+  if not waiter then return code end
+  local t = redis.call("TIME")
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  -- The ZADD below replaces the registration in the queue of the blocker.
+  for i = 1, n do
+    if i ~= blocker then redis.call("ZREM", KEYS[f + i], waiter) end
+  end
+  -- Lapsed registrations (scores in (0, now]) and lapsed marks of
+  -- handovers (in [-now, 0), see handover.lua); live marks stay: their
+  -- waiters may be blocked, and the next handover wakes them.
+  local lapsed = string.format("%.0f", now)
+  redis.call("ZREMRANGEBYSCORE", KEYS[f + blocker], "-" .. lapsed, lapsed)
+  redis.call("ZADD", KEYS[f + blocker], string.format("%.0f", now + tonumber(ARGV[6])), waiter)
+  redis.call("PEXPIRE", KEYS[f + blocker], ARGV[6])
+  -- The placeholder outlives the next block: a waiter attempts at least
+  -- every half registration, and blocks for at most a second plus a
+  -- server tick.
+  redis.call("RPUSH", grants, "~")
+  redis.call("PEXPIRE", grants, 2 * tonumber(ARGV[6]))
+  if granted then
+    handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
+  end
+  local r = 0
+  if reserved then r = 1 end
+  return {code, blocker, r}
+end
+
+local fence, tag = 0, nil
+if fenced then
+  -- The fence field of a fenced lock is "<token>/<tag>", the tag naming the
+  -- counter it came from: a re-entrant obtain keeps its token only when it
+  -- names the same counter; with another it takes a new token from that one.
+  tag = string.sub(redis.sha1hex(KEYS[n + 1]), 1, 8)
+  local same = kept and string.match(kept, "^(%d+)/" .. tag .. "$")
+  if owned == n and same and same ~= "0" then
+    fence = tonumber(same)
+  else
+    -- The counter must be a plain decimal integer that Lua's doubles hold
+    -- exactly (below 2^53): "inf", "1e300", "0x10" or " 12" would make the
+    -- next token wrong, so they are refused and the counter left alone.
+    local cur = redis.call("GET", KEYS[n + 1]) or "0"
+    if not string.match(cur, "^%d+$") or tonumber(cur) >= 9007199254740992 then
+      if granted then
+        handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
+      end
+      return redis.error_reply("ERR redislock: fence key " .. KEYS[n + 1] .. " does not hold an integer")
+    end
+    cur = tonumber(cur)
+    local t = redis.call("TIME")
+    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    fence = math.max(cur + 1, now)
+    redis.call("SET", KEYS[n + 1], string.format("%.0f", fence))
+  end
+end
+
+local field = string.format("%.0f", fence)
+if tag then field = field .. "/" .. tag end
+local value = prefix .. field .. ":" .. meta
+for i = 1, n do
+  redis.call("SET", KEYS[i], value, "PX", ttl)
+end
+if waiter then
+  for i = 1, n do
+    redis.call("ZREM", KEYS[f + i], waiter)
+  end
+  local next, j = ARGV[8], tonumber(ARGV[9])
+  if next and next ~= "" and j and j >= 1 and j <= n then
+    local t = redis.call("TIME")
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    if redis.call("ZADD", KEYS[f + j], "XX", "CH", string.format("%.0f", now + tonumber(ARGV[6])), next) == 1 then
+      redis.call("PEXPIRE", KEYS[f + j], ARGV[6])
+    end
+  end
+end
+return fence
