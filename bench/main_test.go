@@ -227,8 +227,8 @@ func TestReport(t *testing.T) {
 	}
 
 	r.Native = []nativeRow{
-		{Op: "Refresh", Script: serverCost{CPU: 14 * time.Microsecond, Top: "EVALSHA ×1"}, Native: serverCost{CPU: 11 * time.Microsecond, Top: "SET ×1"}},
-		{Op: "Release", Script: serverCost{CPU: 14 * time.Microsecond, Top: "EVALSHA ×1"}, Native: serverCost{CPU: 12 * time.Microsecond, Top: "DELIFEQ ×1"}},
+		{Op: "Refresh", Script: serverCost{CPU: 14 * time.Microsecond, CommandTime: 3 * time.Microsecond, Top: "EVALSHA ×1"}, Native: serverCost{CPU: 11 * time.Microsecond, CommandTime: time.Microsecond, Top: "SET ×1"}},
+		{Op: "Release", Script: serverCost{CPU: 14 * time.Microsecond, CommandTime: 4 * time.Microsecond, Top: "EVALSHA ×1"}, Native: serverCost{CPU: 12 * time.Microsecond, CommandTime: time.Microsecond, Top: "DELIFEQ ×1"}},
 	}
 	r.NativeServer, r.NativeOps = "Valkey 9.1.2", 100
 
@@ -236,7 +236,7 @@ func TestReport(t *testing.T) {
 	r.writeMarkdown(&md)
 	for _, want := range []string{
 		"## Issue 15 in this run", "| same with `FenceKey`, 32 goroutines |", "| failed Obtain, allocs (floor script replying an integer: 10) | 10 |",
-		"acquisitions/s ÷ best peer", "| Release of a single-key lock, Redis CPU: native ÷ script (Valkey 9.1.2) | 0.86× (12.0 vs 14.0 µs; DELIFEQ ×1 vs EVALSHA ×1) |",
+		"acquisitions/s ÷ best peer", "| Release of a single-key lock, Redis command time: native ÷ script (Valkey 9.1.2) | 0.25× (1.00 vs 4.00 µs, DELIFEQ ×1 vs EVALSHA ×1; server CPU 12.0 vs 14.0 µs) |",
 		"## 8. Native commands beside scripts (Valkey 9.1.2)",
 		"## 1. Uncontended Obtain+Release", "## 4. One hot key", "## 5. 100 locks held at once",
 		"| **redislock (this)** | go-redis | 101,000 |", "no Refresh call", "v0.0.0-test",
@@ -340,5 +340,28 @@ func TestContentionTables(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNativeSuite runs workload 8 briefly on Valkey 9.1: the native way
+// sends SET and DELIFEQ, the script way EVALSHA, and both are measured.
+func TestNativeSuite(t *testing.T) {
+	server := redistest.NewServer(t, redistest.Valkey9)
+	rows, err := (&nativeSuite{addr: server.Addr(), ops: 20, log: t.Logf}).run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ op, script, native string }{{"Refresh", "EVALSHA ×1", "SET ×1"}, {"Release", "EVALSHA ×1", "DELIFEQ ×1"}}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(rows), len(want))
+	}
+	for i, w := range want {
+		r := rows[i]
+		if r.Op != w.op || r.Script.Top != w.script || r.Native.Top != w.native {
+			t.Errorf("row %d: %s, script %q, native %q; want %s, %q, %q", i, r.Op, r.Script.Top, r.Native.Top, w.op, w.script, w.native)
+		}
+		if r.Script.CommandTime <= 0 || r.Native.CommandTime <= 0 {
+			t.Errorf("%s: command times %v and %v, want both above 0", r.Op, r.Script.CommandTime, r.Native.CommandTime)
+		}
 	}
 }

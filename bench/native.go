@@ -123,11 +123,15 @@ type nativeSuite struct {
 	log  func(format string, args ...any)
 }
 
+// nativeBlocks is how many blocks of operations each way takes, in turns.
+const nativeBlocks = 10
+
 func (s *nativeSuite) run(ctx context.Context) ([]nativeRow, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: s.addr})
 	defer rdb.Close()
 	admin := redis.NewClient(&redis.Options{Addr: s.addr})
 	defer admin.Close()
+	native := redislock.New(rdb)
 	ways := []struct {
 		name   string
 		obtain func(ctx context.Context, key string) (*redislock.Lock, error)
@@ -137,101 +141,118 @@ func (s *nativeSuite) run(ctx context.Context) ([]nativeRow, error) {
 			return redislock.Obtain(ctx, rdb, key, ttl, nil)
 		}, []string{"evalsha", "eval"}},
 		{"native", func(ctx context.Context, key string) (*redislock.Lock, error) {
-			return redislock.New(rdb).Obtain(ctx, key, ttl, nil)
+			return native.Obtain(ctx, key, ttl, nil)
 		}, []string{"set", "delifeq", "delex", "get", "hello", "evalsha", "eval"}},
 	}
-	rows := []nativeRow{{Op: "Refresh"}, {Op: "Release"}}
-	for _, w := range ways {
-		// Refresh: one lock, refreshed ops times, after a warm-up that
-		// also asks the server its commands.
+	per := max(s.ops/nativeBlocks, 1)
+	ops := per * nativeBlocks
+	// Refresh: a lock each way, refreshed in blocks that alternate between
+	// the ways, after a warm-up (which also asks the server its commands).
+	// Release: the locks obtained first, released in blocks the same way.
+	refreshLocks := make([]*redislock.Lock, len(ways))
+	releaseLocks := make([][]*redislock.Lock, len(ways))
+	for i, w := range ways {
 		lock, err := w.obtain(ctx, "bench:native:refresh:"+w.name)
 		if err != nil {
 			return nil, err
 		}
+		defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
 		for range 100 {
 			if err := lock.Refresh(ctx, ttl, nil); err != nil {
 				return nil, fmt.Errorf("%s refresh: %w", w.name, err)
 			}
 		}
-		a, err := readStats(ctx, admin)
-		if err != nil {
-			return nil, err
-		}
-		for range s.ops {
-			if err := lock.Refresh(ctx, ttl, nil); err != nil {
-				return nil, fmt.Errorf("%s refresh: %w", w.name, err)
-			}
-		}
-		b, err := readStats(ctx, admin)
-		if err != nil {
-			return nil, err
-		}
-		refresh := costBetween(a, b, s.ops, w.top...)
-		if err := lock.Release(ctx); err != nil {
-			return nil, err
-		}
-
-		// Release: ops locks on keys of their own, obtained first (one
-		// Client for the native way, which asked once already above).
-		var locker *redislock.Client
-		if w.name == "native" {
-			locker = redislock.New(rdb)
-		}
-		locks := make([]*redislock.Lock, s.ops+1)
-		for i := range locks {
-			key := fmt.Sprintf("bench:native:release:%s:%d", w.name, i)
-			if locker != nil {
-				locks[i], err = locker.Obtain(ctx, key, ttl, nil)
-			} else {
-				locks[i], err = w.obtain(ctx, key)
-			}
+		refreshLocks[i] = lock
+		for j := range ops + 1 {
+			l, err := w.obtain(ctx, fmt.Sprintf("bench:native:release:%s:%d", w.name, j))
 			if err != nil {
 				return nil, err
 			}
+			releaseLocks[i] = append(releaseLocks[i], l)
 		}
-		if err := locks[s.ops].Release(ctx); err != nil { // the Client's HELLO, not measured
-			return nil, err
+		// The last one, released first, loads the release script.
+		if err := releaseLocks[i][ops].Release(ctx); err != nil {
+			return nil, fmt.Errorf("%s release: %w", w.name, err)
 		}
-		if a, err = readStats(ctx, admin); err != nil {
-			return nil, err
-		}
-		for _, l := range locks[:s.ops] {
-			if err := l.Release(ctx); err != nil {
-				return nil, fmt.Errorf("%s release: %w", w.name, err)
+	}
+	var refreshes, releases [2][]serverCost
+	for b := range nativeBlocks {
+		for i, w := range ways {
+			a, err := readStats(ctx, admin)
+			if err != nil {
+				return nil, err
 			}
+			for range per {
+				if err := refreshLocks[i].Refresh(ctx, ttl, nil); err != nil {
+					return nil, fmt.Errorf("%s refresh: %w", w.name, err)
+				}
+			}
+			z, err := readStats(ctx, admin)
+			if err != nil {
+				return nil, err
+			}
+			refreshes[i] = append(refreshes[i], costBetween(a, z, per, w.top...))
+			for _, l := range releaseLocks[i][b*per : (b+1)*per] {
+				if err := l.Release(ctx); err != nil {
+					return nil, fmt.Errorf("%s release: %w", w.name, err)
+				}
+			}
+			if a, err = readStats(ctx, admin); err != nil {
+				return nil, err
+			}
+			releases[i] = append(releases[i], costBetween(z, a, per, w.top...))
 		}
-		if b, err = readStats(ctx, admin); err != nil {
-			return nil, err
-		}
-		release := costBetween(a, b, s.ops, w.top...)
-		if w.name == "script" {
-			rows[0].Script, rows[1].Script = refresh, release
-		} else {
-			rows[0].Native, rows[1].Native = refresh, release
-		}
-		s.log("  %s: refresh %v CPU (%s), release %v CPU (%s)", w.name, refresh.CPU, refresh.Top, release.CPU, release.Top)
+	}
+	rows := []nativeRow{
+		{Op: "Refresh", Script: meanCost(refreshes[0]), Native: meanCost(refreshes[1])},
+		{Op: "Release", Script: meanCost(releases[0]), Native: meanCost(releases[1])},
+	}
+	for _, r := range rows {
+		s.log("  %s: script %v command time, %v CPU (%s); native %v command time, %v CPU (%s)", r.Op,
+			r.Script.CommandTime, r.Script.CPU, r.Script.Top, r.Native.CommandTime, r.Native.CPU, r.Native.Top)
 	}
 	return rows, nil
+}
+
+// meanCost returns the mean of costs of equal blocks; Top is the first's.
+func meanCost(costs []serverCost) serverCost {
+	var m serverCost
+	for _, c := range costs {
+		m.CPU += c.CPU
+		m.CommandTime += c.CommandTime
+		m.Commands += c.Commands
+	}
+	n := len(costs)
+	if n == 0 {
+		return m
+	}
+	m.CPU /= time.Duration(n)
+	m.CommandTime /= time.Duration(n)
+	m.Commands /= float64(n)
+	m.Top = costs[0].Top
+	return m
 }
 
 // writeNative writes the table of workload 8.
 func writeNative(w io.Writer, server string, ops int, rows []nativeRow) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("## 8. Native commands beside scripts (%s)\n\n", server)
-	p("The server's work per operation on one single-key lock, %s operations each way, one goroutine, nothing\n", thousands(ops))
-	p("else on the server: a lock of the package-level `redislock.Obtain` (scripts only) beside one of a Client\n")
-	p("from `redislock.New` (SET … IFEQ and DELIFEQ, after one HELLO). Server CPU: INFO cpu\n")
-	p("(used_cpu_user + used_cpu_sys) over the operations, reading and answering them included; command time:\n")
-	p("INFO commandstats usec of the commands the client sent.\n\n")
-	p("| operation | way | commands sent | commands executed | server CPU/op | command time/op | CPU ÷ script |\n")
-	p("|---|---|---|--:|--:|--:|--:|\n")
+	p("The server's work per operation on one single-key lock, %s operations each way in %d blocks that\n", thousands(ops), nativeBlocks)
+	p("alternate between the ways, one goroutine, nothing else on the server: a lock of the package-level\n")
+	p("`redislock.Obtain` (scripts only) beside one of a Client from `redislock.New` (SET … IFEQ and DELIFEQ,\n")
+	p("after one HELLO). Command time: INFO commandstats usec of the commands the client sent (a script's\n")
+	p("includes the commands it calls). Server CPU: INFO cpu (used_cpu_user + used_cpu_sys) over the\n")
+	p("operations, reading and answering them included, and whatever else the machine made it wait for.\n\n")
+	p("| operation | way | commands sent | commands executed | command time/op | ÷ script | server CPU/op | ÷ script |\n")
+	p("|---|---|---|--:|--:|--:|--:|--:|\n")
 	for _, r := range rows {
 		for _, c := range []struct {
 			way  string
 			cost serverCost
 		}{{"script", r.Script}, {"native", r.Native}} {
-			p("| %s | %s | %s | %.1f | %v | %v | %s |\n", r.Op, c.way, c.cost.Top, c.cost.Commands,
-				c.cost.CPU.Round(10*time.Nanosecond), c.cost.CommandTime.Round(10*time.Nanosecond), ratio(float64(c.cost.CPU), float64(r.Script.CPU)))
+			p("| %s | %s | %s | %.1f | %v | %s | %v | %s |\n", r.Op, c.way, c.cost.Top, c.cost.Commands,
+				c.cost.CommandTime.Round(10*time.Nanosecond), ratio(float64(c.cost.CommandTime), float64(r.Script.CommandTime)),
+				c.cost.CPU.Round(10*time.Nanosecond), ratio(float64(c.cost.CPU), float64(r.Script.CPU)))
 		}
 	}
 	p("\n")

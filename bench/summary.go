@@ -102,9 +102,9 @@ func (r *report) summary() []summaryRow {
 	}
 	r.summaryHot(&out)
 	for _, n := range r.Native {
-		q := float64(n.Native.CPU) / float64(n.Script.CPU)
-		out = append(out, summaryRow{fmt.Sprintf("%s of a single-key lock, Redis CPU: native ÷ script (%s)", n.Op, r.NativeServer),
-			fmt.Sprintf("%.2f× (%s vs %s µs; %s vs %s)", q, us(n.Native.CPU), us(n.Script.CPU), n.Native.Top, n.Script.Top), "—", "< 1×", met(q < 1)})
+		q := float64(n.Native.CommandTime) / float64(n.Script.CommandTime)
+		out = append(out, summaryRow{fmt.Sprintf("%s of a single-key lock, Redis command time: native ÷ script (%s)", n.Op, r.NativeServer),
+			fmt.Sprintf("%.2f× (%s vs %s µs, %s vs %s; server CPU %s vs %s µs)", q, us2(n.Native.CommandTime), us2(n.Script.CommandTime), n.Native.Top, n.Script.Top, us(n.Native.CPU), us(n.Script.CPU)), "—", "< 1×", met(q < 1)})
 	}
 	return out
 }
@@ -186,6 +186,9 @@ func (r *report) writeSummary(w io.Writer) {
 	}
 	p("\n")
 }
+
+// us2 formats a duration in µs with two decimals.
+func us2(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Microsecond)) }
 
 // us formats a duration in µs with one decimal.
 func us(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond)) }
