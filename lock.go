@@ -126,9 +126,11 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // anything is sent. Only opt.RetryStrategy is used. Each attempt is one
 // round trip: a script, or for a lock of one key where the server has it
 // (see [New]) SET … IFEQ on the lock's value, which needs no script
-// permission; two when that value is not the one the Lock knows (an
-// attached Lock, or a re-entrant obtain that changed the metadata): a GET
-// first, then the same check by exact token as the script's. A successful Refresh
+// permission. When the key does not hold the value the Lock knows, a GET
+// follows and the same check by exact token as the script's, then the
+// compare on the value read: two round trips for a lock found gone or
+// taken, or for an attached Lock (which starts from the GET), three after
+// a re-entrant obtain changed the metadata. A successful Refresh
 // renews the lease that [Lock.KeepAlive] starts from (and that a running
 // keep-alive follows); one that returns ErrNotObtained marks the lock lost:
 // a running keep-alive ends with [ErrLockLost], and KeepAlive refuses to
@@ -167,7 +169,8 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 // Release deletes every key of the lock that is still held with its token,
 // in one script (for a lock of one key obtained without [WaitForRelease],
 // with DELIFEQ or DELEX where the server has them, see [New]; with a GET
-// first when the Lock does not know the key's value, as for Refresh). It
+// and a second compare when the key's value is not the one the Lock
+// knows, as for Refresh). It
 // returns [ErrLockNotHeld] when some key had expired or
 // been taken by another: the keys that were still ours are deleted all the
 // same, and the others are left to their holders. A lock obtained with
