@@ -187,6 +187,10 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 // Release still runs, with ctx's values but without its cancellation,
 // bounded by a timeout of its own of 5 seconds. It makes one attempt; a
 // Redis error is returned as it is, and the keys then expire by their TTL.
+// go-redis itself resends a command whose connection failed before its
+// reply came (redis.Options.MaxRetries): a Release whose first run deleted
+// the keys but whose reply was lost then returns [ErrLockNotHeld]. Either
+// way the lock is no longer held.
 func (l *Lock) Release(ctx context.Context) error {
 	if l == nil {
 		return ErrLockNotHeld
