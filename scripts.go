@@ -106,10 +106,17 @@ var (
 	semTTLSource string
 	//go:embed lua/semaphore_holders.lua
 	semHoldersSource string
+	//go:embed lua/semaphore_lib.lua
+	semLibSource string
+	//go:embed lua/semaphore_leave.lua
+	semLeaveSource string
 
-	semAcquireScript = script.New(semAcquireSource)
+	// The scripts that hand permit slots over (see [WaitForRelease]) get
+	// handover.lua's pass() and semaphore_lib.lua's handOn().
+	semAcquireScript = script.New(libSource, handoverSource, semLibSource, semAcquireSource)
+	semReleaseScript = script.New(libSource, handoverSource, semLibSource, semReleaseSource)
+	semLeaveScript   = script.New(libSource, handoverSource, semLibSource, semLeaveSource)
 	semRefreshScript = script.New(semRefreshSource)
-	semReleaseScript = script.New(semReleaseSource)
 	semTTLScript     = script.New(semTTLSource)
 	semHoldersScript = script.New(semHoldersSource)
 )

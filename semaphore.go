@@ -2,13 +2,16 @@ package redislock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/redislock/redislock/internal/handoff"
 	"github.com/redislock/redislock/internal/keyslot"
 	"github.com/redislock/redislock/internal/lease"
+	"github.com/redislock/redislock/internal/script"
 )
 
 // permitsSuffix names a semaphore's permit hash, the companion of its key
@@ -38,12 +41,13 @@ const (
 // until the count falls below its own. Permits granted under a larger
 // limit are never revoked.
 type Semaphore struct {
-	client  RedisClient
-	cluster bool
-	key     string
-	permits string // the companion hash; "" when key cannot have one
-	limit   int
-	hooks   *clientHooks // the Client's (hook.go)
+	client   RedisClient
+	cluster  bool
+	registry *handoff.Registry
+	key      string
+	permits  string // the companion hash; "" when key cannot have one
+	limit    int
+	hooks    *clientHooks // the Client's (hook.go)
 }
 
 // Semaphore returns the semaphore on key that grants at most limit permits
@@ -54,7 +58,7 @@ func (c *Client) Semaphore(key string, limit int) Semaphore {
 	if c == nil {
 		return Semaphore{key: key, permits: permits, limit: limit}
 	}
-	return Semaphore{client: c.client, cluster: c.cluster, key: key, permits: permits, limit: limit, hooks: &c.hooks}
+	return Semaphore{client: c.client, cluster: c.cluster, registry: c.registry, key: key, permits: permits, limit: limit, hooks: &c.hooks}
 }
 
 // Key returns the semaphore's key.
@@ -101,10 +105,14 @@ func (s Semaphore) check(buf []string, fenceKey string) error {
 // When limit permits are live, Acquire follows opt.RetryStrategy (default
 // [NoRetry]), blocking the calling goroutine between attempts, until the
 // context's deadline or, when the context has none, ttl after the call
-// began. Transient Redis errors are retried the same way. [WaitForRelease]
-// (alone or inside [LimitRetry] or a jitter) is not supported yet: it fails
-// with [ErrInvalidOption] before anything is sent; use a backoff strategy. Of opt, RetryStrategy, Metadata, Token
-// and FenceKey are used; a MinReplicas above zero fails with
+// began. Transient Redis errors are retried the same way. With
+// [WaitForRelease] (alone or inside [LimitRetry] or a jitter, as for
+// [Client.Obtain]) it waits for a permit to be released instead: the
+// [Permit.Release] of a permit acquired with it hands its slot to the
+// caller that has waited longest, across processes, and wakes no other;
+// a waiter woken for a slot that its own limit does not let it take
+// passes it on and waits on. Of opt, RetryStrategy, Metadata, Token and
+// FenceKey are used; a MinReplicas above zero fails with
 // ErrInvalidOption.
 //
 // Errors:
@@ -136,9 +144,6 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	if opt.minReplicas() != 0 {
 		return nil, fmt.Errorf("%w: MinReplicas is not supported by Semaphore.Acquire", ErrInvalidOption)
 	}
-	if _, ok := planOf(opt.retryStrategy()); ok { // WaitForRelease, alone or wrapped
-		return nil, fmt.Errorf("%w: WaitForRelease is not supported by Semaphore.Acquire yet; use a backoff strategy", ErrInvalidOption)
-	}
 	token := opt.token()
 	if token == "" {
 		token = newToken()
@@ -157,6 +162,14 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	limit := int64(s.limit)
 	p.obs = observe(s.hooks, KindSemaphore, s.key, ttl)
 	ctx = p.obs.obtainStart(ctx)
+	if plan, ok := planOf(opt.retryStrategy()); ok { // WaitForRelease, alone or wrapped
+		err = s.acquireWaiting(ctx, p, ttl, plan, keys, []any{p.tokenArg, p.metadata, ms, limit, fenced})
+		p.obs.obtained(ctx, p, err, nil)
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
 	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
 		sent := time.Now()
 		reply, err := semAcquireScript.Run(ctx, s.client, keys, p.tokenArg, p.metadata, ms, limit, fenced).Result()
@@ -180,6 +193,52 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 		return nil, err
 	}
 	return p, nil
+}
+
+// acquireWaiting is Acquire's wait for [WaitForRelease], through the
+// handoff engine as [Client.ObtainMulti]'s: p has its keys, token and
+// metadata; keys and args are the acquire script's. On success p has its
+// fence token, lease start, and a Release that hands over.
+func (s Semaphore) acquireWaiting(ctx context.Context, p *Permit, ttl time.Duration, plan waitPlan, keys []string, args []any) error {
+	fallback := startRetry(plan.fallback)
+	out, err := s.registry.Wait(ctx, &handoff.Request{
+		Client:      s.client,
+		Keys:        p.keyBuf[:1],
+		Obtain:      semAcquireScript,
+		CallKeys:    keys,
+		CallArgs:    args,
+		Leave:       semLeaveScript,
+		TTL:         ttl,
+		Backoff:     fallback.NextBackoff,
+		MaxAttempts: plan.attempts,
+		Transient:   script.Transient,
+		Attempted:   p.obs.attempted(ctx),
+	})
+	if out.Obtained {
+		// A permit obtained at the end of a block counts its lease from
+		// the block's start: the script ran at some point after it.
+		p.fence, p.handover = out.Value, true
+		p.lease.Obtained(out.Sent, ttl)
+	}
+	var ended *handoff.EndedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ended):
+		if out.Obtained {
+			// Obtained at the end of a block that outlasted the context:
+			// the caller has gone, so the permit goes on.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			defer cancel()
+			_, _, _ = p.runRelease(rctx)
+		}
+		return fmt.Errorf("%w: %w", ErrNotObtained, ended.Err)
+	case errors.Is(err, handoff.ErrGaveUp):
+		return ErrNotObtained
+	case errors.Is(err, handoff.ErrUnexpectedReply):
+		return fmt.Errorf("%w: acquire of semaphore %q: %w", ErrUnexpectedReply, s.key, err)
+	}
+	return err
 }
 
 // PermitInfo describes one live permit of a semaphore, as [Semaphore.Holders]
@@ -259,6 +318,7 @@ type Permit struct {
 	metadata string
 	fence    int64
 	obs      *observation // the Client's hooks, nil without (hook.go)
+	handover bool         // acquired with WaitForRelease: Release hands the slot over
 
 	// lease is the one record of the permit's expiry, as for Lock.
 	lease lease.Lease
@@ -361,7 +421,10 @@ func (p *Permit) Refresh(ctx context.Context, ttl time.Duration, opt *Options) e
 	return err
 }
 
-// Release gives the permit back, in one script, O(log n). It returns
+// Release gives the permit back, in one script, O(log n). A permit
+// acquired with [WaitForRelease] hands its slot to the longest waiter of
+// the semaphore, if one is registered (waiters of a permit released
+// otherwise notice within about a second). It returns
 // [ErrLockNotHeld] when the permit had expired (or was released before):
 // an expired permit had stopped counting already, and no other permit is
 // ever touched. It first stops the permit's keep-alive, if any, as
@@ -384,12 +447,32 @@ func (p *Permit) Release(ctx context.Context) error {
 		defer cancel()
 	}
 	ctx, start := p.obs.releaseStart(ctx)
-	n, err := semReleaseScript.Run(ctx, p.client, p.keys, p.tokenArg).Int64()
-	if err == nil && n != 1 {
+	ours, handed, err := p.runRelease(ctx)
+	if err == nil && ours != 1 {
 		err = ErrLockNotHeld
 	}
-	p.obs.released(ctx, start, 0, err)
+	p.obs.released(ctx, start, int(handed), err)
 	return err
+}
+
+// runRelease runs semaphore_release.lua for p, handing its slot over when
+// p was acquired with WaitForRelease. It returns 1 when the permit was
+// live, and how many slots went to waiters.
+func (p *Permit) runRelease(ctx context.Context) (ours, handed int64, err error) {
+	if !p.handover {
+		ours, err = semReleaseScript.Run(ctx, p.client, p.keys, p.tokenArg).Int64()
+		return ours, 0, err
+	}
+	c, _ := handoff.Companions(p.keys[:1]) // the key was checked to have them
+	keys := [4]string{p.keys[0], p.keys[1], c[1], c[2]}
+	r, err := semReleaseScript.Run(ctx, p.client, keys[:], p.tokenArg, handoff.ReservationArg).Int64Slice()
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(r) != 2 {
+		return 0, 0, fmt.Errorf("%w: release of permit of %q: %v", ErrUnexpectedReply, p.keys[0], r)
+	}
+	return r[0], r[1], nil
 }
 
 // KeepAlive starts refreshing the permit to ttl in the background, so that

@@ -397,8 +397,6 @@ func TestSemaphoreBadInput(t *testing.T) {
 		{"fence is the key", c.Semaphore("k", 1), time.Second, &redislock.Options{FenceKey: "k"}, redislock.ErrInvalidKey},
 		{"ttl", c.Semaphore("k", 1), time.Microsecond, nil, redislock.ErrInvalidTTL},
 		{"min replicas", c.Semaphore("k", 1), time.Second, &redislock.Options{MinReplicas: 1}, redislock.ErrInvalidOption},
-		{"wait for release", c.Semaphore("k", 1), time.Second, &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)}, redislock.ErrInvalidOption},
-		{"wrapped wait for release", c.Semaphore("k", 1), time.Second, &redislock.Options{RetryStrategy: redislock.Jitter(redislock.LimitRetry(redislock.WaitForRelease(nil), 3), 0.2)}, redislock.ErrInvalidOption},
 		{"nil client", (*redislock.Client)(nil).Semaphore("k", 1), time.Second, nil, redislock.ErrNilClient},
 	}
 	for _, tc := range cases {

@@ -47,8 +47,10 @@
 -- wake list, pushes a grant onto it with a TTL of reserve ms, and returns
 -- the grant, for the caller to reserve what it hands over to it. With no
 -- live waiter it deletes the wake list (and key, when given), pushes the
--- marks' wake-ups, and returns nil.
-local function pass(queue, wake, reserve, tag, key)
+-- marks' wake-ups, and returns nil. With keep true (several grants of one
+-- resource may be in flight at once: a semaphore's permit slots) the wake
+-- list is never emptied: the grant is pushed behind those already there.
+local function pass(queue, wake, reserve, tag, key, keep)
   local t = redis.call("TIME")
   local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local now = string.format("%.0f", ms)
@@ -59,7 +61,7 @@ local function pass(queue, wake, reserve, tag, key)
   if not first[1] then
     -- Live marks: scores below -now (at most 16 wake-ups).
     local marked = #redis.call("ZRANGE", queue, "(-" .. now, "-inf", "BYSCORE", "REV", "LIMIT", 0, 16)
-    if key then redis.call("DEL", key, wake) else redis.call("DEL", wake) end
+    if key then redis.call("DEL", key, wake) elseif not keep then redis.call("DEL", wake) end
     for _ = 1, marked do
       redis.call("RPUSH", wake, "~free")
     end
@@ -70,7 +72,7 @@ local function pass(queue, wake, reserve, tag, key)
   end
   redis.call("ZADD", queue, "XX", "-" .. first[2], first[1])
   local grant = "~" .. t[1] .. string.format("%06d", tonumber(t[2])) .. "." .. tag
-  redis.call("DEL", wake)
+  if not keep then redis.call("DEL", wake) end
   redis.call("RPUSH", wake, grant)
   redis.call("PEXPIRE", wake, reserve)
   return grant

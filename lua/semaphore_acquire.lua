@@ -1,26 +1,48 @@
 -- semaphore_acquire.lua: take one permit of a counting semaphore, when
--- fewer than the caller's limit are live.
+-- fewer than the caller's limit are live; optionally, register the caller
+-- as a waiter when they are not (see WaitForRelease). It follows the
+-- waiter contract of obtain.lua (internal/handoff/doc.go) for one key.
+-- Calls semaphore_lib.lua and handover.lua, which scripts.go prepends.
 --
 -- KEYS[1]   the semaphore key: a sorted set of permit tokens, each scored by
---           its expiry in server milliseconds (TIME).
+--           its expiry in server milliseconds (TIME), and of reservations
+--           (semaphore_lib.lua).
 -- KEYS[2]   its permit hash (same slot): token -> "<fence>:<metadata>".
 -- KEYS[3]   the fence counter key; present only when ARGV[5] is "1".
+-- Then, only when ARGV[6] is given (a waiter), with f = 2 or 3:
+-- KEYS[f+1] the key's wait queue, KEYS[f+2] its wake-up list (handover.lua),
+-- KEYS[f+3] the waiter's grant list (as in obtain.lua: a grant the waiter
+--           was woken with is taken from it; a registration leaves the
+--           placeholder "~" in it with a TTL of twice ARGV[7]).
 --
 -- ARGV[1]   the token.
 -- ARGV[2]   the metadata.
 -- ARGV[3]   the TTL in milliseconds (>= 1, checked by the caller).
 -- ARGV[4]   the caller's limit (>= 1, checked by the caller).
 -- ARGV[5]   "1" when a fence counter key follows, "0" otherwise.
+-- ARGV[6]   optional: the waiter id.
+-- ARGV[7]   how long (ms) the waiter's registration lasts.
+-- ARGV[8]   how long (ms) a permit slot handed over stays reserved.
+-- ARGV[9]   optional: the id of the waiter of this process that waits next,
+--           or "": renewed in the queue when the permit is obtained, if it
+--           still has a registration (as in obtain.lua). ARGV[10] is 1.
 --
--- A permit is live while its score is above the server's time now; one
+-- A member is live while its score is above the server's time now; one
 -- whose score is now or earlier no longer counts, and is pruned here, with
--- its hash field (O(log n + m) for m expired permits, each pruned once).
+-- its hash field (O(log n + m) for m expired members, each pruned once).
+-- A waiter that prunes members hands the slots they free (up to its limit)
+-- to the longest live waiters other than itself before it may take one
+-- (semaphore_lib.lua's handOn), as a release would have.
 -- <fence> is "0" for a permit without fence counter and "<fence
 -- token>/<tag>" for a fenced one, <tag> being the first 8 hex digits of the
 -- SHA-1 of the counter's key name (as for locks); a permit without fence
 -- token and metadata has no field. Both keys expire when the last live
 -- permit does, or later (PEXPIREAT to the highest score written; a release
 -- does not shorten it).
+--
+-- A waiter woken with a grant whose reservation is live takes that slot
+-- when fewer than its limit are live besides it; otherwise (mixed limits)
+-- it passes the slot on to the next waiter, and stays registered.
 --
 -- A token that holds a live permit already takes it again (re-entrant): its
 -- expiry and metadata are reset, and its fence token is kept when it came
@@ -30,32 +52,97 @@
 --   >= 0   obtained; the fence token (0 when there is no fence counter).
 --   < -1   not obtained: limit or more permits are live; -(ms + 1), where
 --          ms is the time until the first of them expires (>= 1).
+-- Reply with a waiter, when not obtained: {code, 1, reserved}, code as
+-- above for the first live permit that is not a reservation; reserved 1
+-- when only reservations were found (then code is for the first of them).
 -- A counter that is not a decimal integer below 2^53 is left alone and the
 -- reply is the error "ERR redislock: fence key <key> does not hold an integer".
 local token, meta, ttl, limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local fenced = ARGV[5] == "1"
-local t = redis.call("TIME")
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local waiter = ARGV[6]
+local f = 2
+if fenced then f = 3 end
+local t, now = clock()
 
-local expired = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", now)
-if #expired > 0 then
-  redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
-  -- In chunks: unpack of too many values overflows Lua's stack.
-  for i = 1, #expired, 1000 do
-    redis.call("HDEL", KEYS[2], unpack(expired, i, math.min(i + 999, #expired)))
+local grant = nil
+if waiter then
+  -- Taken whole: the grant at its head, if one came, then the placeholder.
+  local got = redis.call("LPOP", KEYS[f + 3], 2)
+  if got and got[1] ~= "~" then grant = got[1] end
+end
+
+-- The first member tells whether anything expired: most calls prune
+-- nothing and need no more.
+local first = redis.call("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")
+local freed, live, mine = 0, 0, nil
+if first[1] then
+  if tonumber(first[2]) <= now then
+    freed = prune(KEYS[1], KEYS[2], now)
+  end
+  mine = redis.call("ZSCORE", KEYS[1], token)
+  live = redis.call("ZCARD", KEYS[1])
+end
+-- Our grant's reservation, if it is still live (a lapsed one was pruned).
+local slot = grant and live > 0 and redis.call("ZSCORE", KEYS[1], grant)
+if slot then live = live - 1 end
+
+-- Slots freed by an expiry that we noticed go to the longest live waiters
+-- other than us, as a release's would, before we may take one.
+if waiter and freed > 0 then
+  local queue = KEYS[f + 1]
+  local free = limit - live
+  if slot and not mine then free = free - 1 end
+  local others = redis.call("ZCOUNT", queue, "(" .. now, "+inf")
+  local own = redis.call("ZSCORE", queue, waiter)
+  if own and tonumber(own) > now then others = others - 1 end
+  local n = math.min(freed, free, others)
+  if n > 0 then
+    live = live + handOn(KEYS[1], queue, KEYS[f + 2], ARGV[8], now, n, 0)
   end
 end
 
-local mine = redis.call("ZSCORE", KEYS[1], token)
 local kept = nil
-local live = redis.call("ZCARD", KEYS[1])
 if mine then
   kept = string.match(redis.call("HGET", KEYS[2], token) or "", "^(%d+/?%x*):")
 elseif live >= limit then
-  local first = redis.call("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")
-  local ms = tonumber(first[2]) - now
+  if not waiter then
+    local ms = tonumber(first[2]) - now
+    if freed > 0 then
+      local again = redis.call("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")
+      ms = tonumber(again[2]) - now
+    end
+    if ms < 1 then ms = 1 end
+    return -(ms + 1)
+  end
+  -- Registered (as obtain.lua does): lapsed registrations and lapsed marks
+  -- dropped first, live marks kept.
+  local queue, wake = KEYS[f + 1], KEYS[f + 2]
+  local lapsed = string.format("%.0f", now)
+  redis.call("ZREMRANGEBYSCORE", queue, "-" .. lapsed, lapsed)
+  redis.call("ZADD", queue, string.format("%.0f", now + tonumber(ARGV[7])), waiter)
+  redis.call("PEXPIRE", queue, ARGV[7])
+  redis.call("RPUSH", KEYS[f + 3], "~")
+  redis.call("PEXPIRE", KEYS[f + 3], 2 * tonumber(ARGV[7]))
+  if slot then
+    -- Woken for a slot our limit does not let us take: the next waiter
+    -- may have a larger one.
+    redis.call("ZREM", KEYS[1], grant)
+    handOn(KEYS[1], queue, wake, ARGV[8], now, 1, hops(grant) + 1)
+  end
+  -- When the holders can expire: the first live permit that is not a
+  -- reservation (a reservation is taken, or noticed when it lapses).
+  local head = redis.call("ZRANGE", KEYS[1], 0, 15, "WITHSCORES")
+  local score, reserved = nil, 1
+  for i = 1, #head, 2 do
+    if string.sub(head[i], 1, 1) ~= "~" then
+      score, reserved = head[i + 1], 0
+      break
+    end
+  end
+  score = score or head[2]
+  local ms = tonumber(score) - now
   if ms < 1 then ms = 1 end
-  return -(ms + 1)
+  return {-(ms + 1), 1, reserved}
 end
 
 local fence, tag = 0, nil
@@ -75,12 +162,21 @@ if fenced then
   end
 end
 
+if slot then
+  -- Our reservation becomes our permit (or, re-entrant, is not needed and
+  -- is handed on).
+  redis.call("ZREM", KEYS[1], grant)
+  if mine then
+    live = live + handOn(KEYS[1], KEYS[f + 1], KEYS[f + 2], ARGV[8], now, 1, 0)
+  end
+end
 local field = string.format("%.0f", fence)
 if tag then field = field .. "/" .. tag end
 local expiry = string.format("%.0f", now + ttl)
 redis.call("ZADD", KEYS[1], expiry, token)
--- The set expires with its last permit: it is new (no permit was live), or
--- its expiry, the highest score so far, only grows here.
+-- The set expires with its last permit: it is new (nothing else was live:
+-- a reservation we took was its last member), or its expiry, the highest
+-- score so far, only grows here.
 if live == 0 then
   redis.call("PEXPIREAT", KEYS[1], expiry)
 else
@@ -92,5 +188,15 @@ if field == "0" and meta == "" then
 else
   redis.call("HSET", KEYS[2], token, field .. ":" .. meta)
   redis.call("PEXPIREAT", KEYS[2], redis.call("PEXPIRETIME", KEYS[1]))
+end
+if waiter then
+  local queue = KEYS[f + 1]
+  redis.call("ZREM", queue, waiter)
+  local next = ARGV[9]
+  if next and next ~= "" then
+    if redis.call("ZADD", queue, "XX", "CH", string.format("%.0f", now + tonumber(ARGV[7])), next) == 1 then
+      redis.call("PEXPIRE", queue, ARGV[7])
+    end
+  end
 end
 return fence

@@ -1,26 +1,39 @@
--- semaphore_release.lua: give one permit back.
+-- semaphore_release.lua: give one permit back; optionally, hand its slot
+-- over to the longest waiter (see WaitForRelease).
+-- Calls semaphore_lib.lua and handover.lua, which scripts.go prepends.
 --
 -- KEYS[1]   the semaphore key (sorted set, see semaphore_acquire.lua).
 -- KEYS[2]   its permit hash.
+-- Then, only when ARGV[2] is given:
+-- KEYS[3]   the key's wait queue, KEYS[4] its wake-up list (handover.lua).
 -- ARGV[1]   the token.
+-- ARGV[2]   optional: how long (ms) a slot handed over stays reserved.
 --
 -- The token's member and hash field are removed whether the permit was
 -- live or had expired (an expired one no longer counts; removing it only
--- prunes it early). No other permit is touched. O(log n).
+-- prunes it early). No other permit is touched. O(log n). With ARGV[2],
+-- the slot of a live permit, and those of members that expired unnoticed
+-- (pruned here), go to the longest live waiters: each becomes a
+-- reservation of a grant pushed on the wake-up list (semaphore_lib.lua's
+-- handOn); with no live waiter the slot is simply free.
 --
 -- Reply, an integer:
 --   1   the permit was live and is released.
 --   0   it had expired, or was released before.
-local token = ARGV[1]
-local t = redis.call("TIME")
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- With ARGV[2], an array {that integer, slots handed over}.
+local token, reserve = ARGV[1], ARGV[2]
+local _, now = clock()
 local score = redis.call("ZSCORE", KEYS[1], token)
-if not score then
-  return 0
+local ours = 0
+if score then
+  redis.call("ZREM", KEYS[1], token)
+  redis.call("HDEL", KEYS[2], token)
+  if tonumber(score) > now then ours = 1 end
 end
-redis.call("ZREM", KEYS[1], token)
-redis.call("HDEL", KEYS[2], token)
-if tonumber(score) > now then
-  return 1
+if not reserve then return ours end
+local freed = ours + prune(KEYS[1], KEYS[2], now)
+local handed = 0
+if freed > 0 then
+  handed = handOn(KEYS[1], KEYS[3], KEYS[4], reserve, now, freed, 0)
 end
-return 0
+return {ours, handed}

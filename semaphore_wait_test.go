@@ -1,0 +1,750 @@
+package redislock_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// The tests of Semaphore.Acquire with WaitForRelease (issue 16): a release
+// hands its permit slot to the longest waiter, wakes no other, across
+// processes; a crashed waiter costs one reservation at most; limits hold
+// with waiters, mixed limits included; reservations expire.
+
+type acquired struct {
+	permit *redislock.Permit
+	err    error
+	at     time.Time
+}
+
+// acquireAsync runs Acquire in a goroutine; the result comes on the channel.
+func acquireAsync(ctx context.Context, sem redislock.Semaphore, ttl time.Duration, opt *redislock.Options) <-chan acquired {
+	ch := make(chan acquired, 1)
+	go func() {
+		p, err := sem.Acquire(ctx, ttl, opt)
+		ch <- acquired{p, err, time.Now()}
+	}()
+	return ch
+}
+
+// holdAll takes the limit permits of sem with WaitForRelease (so that their
+// Release hands over).
+func holdAll(t *testing.T, sem redislock.Semaphore) []*redislock.Permit {
+	t.Helper()
+	var out []*redislock.Permit
+	for i := range sem.Limit() {
+		p, err := sem.Acquire(context.Background(), time.Minute, waitOpt())
+		if err != nil {
+			t.Fatalf("holder %d: %v", i, err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// startSemWaiter starts a waiter for sem on a client of its own, named
+// name, counted by the returned counter, and waits until it is registered
+// (registered waiters in all) and blocked.
+func startSemWaiter(t *testing.T, env *waitEnv, sem redislock.Semaphore, registered int, opt *redislock.Options) (<-chan acquired, *waitCounter) {
+	t.Helper()
+	name := clientName("semwaiter")
+	rdb := env.newClient(name)
+	counter := &waitCounter{}
+	rdb.AddHook(counter)
+	ws := redislock.New(rdb).Semaphore(sem.Key(), sem.Limit())
+	done := acquireAsync(context.Background(), ws, time.Minute, opt)
+	waitUntil(t, fmt.Sprintf("waiter %d to register", registered), func() bool {
+		return env.admin.ZCount(context.Background(), waitQueue(sem.Key()), "0", "+inf").Val() == int64(registered)
+	})
+	waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, name) })
+	return done, counter
+}
+
+// reservations returns the members of a semaphore key that are slots
+// reserved for a grant.
+func reservations(t *testing.T, admin redis.UniversalClient, key string) []string {
+	t.Helper()
+	members, err := admin.ZRange(context.Background(), key, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(members, func(m string) bool { return !strings.HasPrefix(m, "~") })
+}
+
+// Waiters are served in the order they came, each woken once: two
+// attempts and one block each (no herd), whatever the number waiting.
+// Before WaitForRelease worked for permits, Acquire refused it.
+func TestSemaphoreWaitForReleaseFairness(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		for round := 1; ; round++ {
+			order, counters := semFairRound(t, env)
+			reblocked := false
+			for _, c := range counters {
+				reblocked = reblocked || c.sent() != 1
+			}
+			if reblocked && round < 5 {
+				// A block ended (250 ms) before the release on a slow
+				// machine: that waiter queued again behind the others.
+				t.Logf("round %d: a block ended before the release; again", round)
+				continue
+			}
+			if want := []int{0, 1, 2, 3, 4, 5}; !slices.Equal(order, want) {
+				t.Errorf("waiters acquired in the order %v, want %v", order, want)
+			}
+			for i, c := range counters {
+				evals, blocks, timeouts, grants := c.counts()
+				// Its Release counts one script call too.
+				if evals != 3 || blocks-timeouts != 1 || grants != 1 {
+					t.Errorf("waiter %d sent %d scripts and %d blocks (%d timed out), acquired with %d grants; want 3 (2 attempts and the release), 1, 1", i, evals, blocks, timeouts, grants)
+				}
+			}
+			return
+		}
+	})
+}
+
+// semFairRound: a semaphore of limit 2 held twice; six waiters queue one
+// after the other; one holder releases, and each waiter releases as soon
+// as it has its permit, so that the slot goes round the queue.
+func semFairRound(t *testing.T, env *waitEnv) (order []int, counters []*waitCounter) {
+	ctx := context.Background()
+	sem := redislock.New(env.admin).Semaphore(redistest.Key(t, fmt.Sprintf("sem-%d", clientSeq.Add(1))), 2)
+	holders := holdAll(t, sem)
+	const waiters = 6
+	var dones []<-chan acquired
+	for i := range waiters {
+		done, c := startSemWaiter(t, env, sem, i+1, waitOpt())
+		dones = append(dones, done)
+		counters = append(counters, c)
+	}
+	if err := holders[0].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		i  int
+		at time.Time
+	}
+	var results []result
+	for i, done := range dones {
+		got := <-done
+		if got.err != nil {
+			t.Fatalf("waiter %d: %v", i, got.err)
+		}
+		results = append(results, result{i, got.at})
+		// Release the permit only once this waiter is counted: the next
+		// one can only get its slot after this.
+		if err := got.permit.Release(ctx); err != nil {
+			t.Fatalf("waiter %d: Release: %v", i, err)
+		}
+	}
+	slices.SortFunc(results, func(a, b result) int { return a.at.Compare(b.at) })
+	for _, r := range results {
+		order = append(order, r.i)
+	}
+	if err := holders[1].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return order, counters
+}
+
+// One release wakes one waiter of many: the others send nothing.
+func TestSemaphoreWaitForReleaseNoHerd(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		sem := redislock.New(env.admin).Semaphore(redistest.Key(t, "sem"), 4)
+		holders := holdAll(t, sem)
+		const waiters = 8
+		var (
+			dones    []<-chan acquired
+			counters []*waitCounter
+		)
+		for i := range waiters {
+			done, c := startSemWaiter(t, env, sem, i+1, waitOpt())
+			dones, counters = append(dones, done), append(counters, c)
+		}
+		if err := holders[0].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-dones[0]
+		if got.err != nil {
+			t.Fatalf("first waiter: %v", got.err)
+		}
+		attempts := 0
+		for i, c := range counters {
+			evals, _, _, _ := c.counts()
+			attempts += evals
+			if i > 0 && c.sent() != 1 {
+				// A block that ended on its own (250 ms on a slow
+				// machine) is not a wake-up: say so, but count only
+				// attempts sent with a grant.
+				t.Logf("waiter %d blocked %d times", i, c.sent())
+			}
+		}
+		_, _, _, grants := counters[0].counts()
+		if grants != 1 {
+			t.Errorf("first waiter acquired with %d grants, want 1", grants)
+		}
+		woken := 0
+		for _, c := range counters[1:] {
+			_, _, _, g := c.counts()
+			woken += g
+		}
+		if woken != 0 {
+			t.Errorf("%d other waiters woken with a grant by one release", woken)
+		}
+		// Every waiter registered once, and the first attempted once more.
+		if want := waiters + 1; attempts > want+countReblocks(counters[1:]) {
+			t.Errorf("%d attempts in all for one release, want %d", attempts, want)
+		}
+		for _, p := range append(holders[1:], got.permit) {
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, done := range dones[1:] {
+			got := <-done
+			if got.err != nil {
+				t.Fatalf("waiter %d: %v", i+1, got.err)
+			}
+			_ = got.permit.Release(ctx)
+		}
+	})
+}
+
+// countReblocks counts the blocks beyond the first of each counter: a
+// block that ended by its timeout is followed by one more attempt.
+func countReblocks(counters []*waitCounter) int {
+	n := 0
+	for _, c := range counters {
+		n += max(c.sent()-1, 0)
+	}
+	return n
+}
+
+// crashSemWaiter starts a waiter for sem on a client of its own and, once
+// it blocks, closes that client: to Redis, a waiter whose process died,
+// registered in the wait queue.
+func crashSemWaiter(t *testing.T, env *waitEnv, sem redislock.Semaphore) {
+	t.Helper()
+	name := clientName("semcrash")
+	rdb := env.newClient(name)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := acquireAsync(ctx, redislock.New(rdb).Semaphore(sem.Key(), sem.Limit()), time.Minute, waitOpt())
+	waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, name) })
+	_ = rdb.Close()
+	cancel()
+	if got := <-done; got.err == nil {
+		t.Fatal("the crashed waiter acquired a permit")
+	}
+}
+
+// A waiter that died costs at most one reservation with no taker, as for
+// locks (TestWaitForReleaseCrashedWaiterCostsOneReservation).
+func TestSemaphoreWaitForReleaseCrashedWaiter(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		sem := redislock.New(env.admin).Semaphore(redistest.Key(t, "sem"), 1)
+		holder := holdAll(t, sem)[0]
+		crashSemWaiter(t, env, sem)
+		other := redislock.New(env.newClient(clientName("other"))).Semaphore(sem.Key(), 1)
+		refused := 0
+		const rounds = 5
+		for range rounds {
+			if err := holder.Release(ctx); err != nil {
+				t.Fatalf("holder's Release: %v", err)
+			}
+			// Nobody holds a permit, and the only waiter is dead.
+			if p, err := other.Acquire(ctx, time.Minute, nil); err == nil {
+				if err := p.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			} else if errors.Is(err, redislock.ErrNotObtained) {
+				refused++
+			} else {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var err error
+			holder, err = sem.Acquire(wctx, time.Minute, waitOpt())
+			cancel()
+			if err != nil {
+				t.Fatalf("holder: %v", err)
+			}
+		}
+		if refused > 1 {
+			t.Errorf("%d of %d NoRetry acquires of a free semaphore refused after a waiter died, want at most 1", refused, rounds)
+		}
+		_ = holder.Release(ctx)
+		if keys := keysWithoutTTL(t, env.admin, redistest.Tag(t)+"*"); len(keys) != 0 {
+			t.Errorf("keys without expiry: %q", keys)
+		}
+	})
+}
+
+// A waiter that dies after its wake-up (a ghost: registered and blocked on
+// its own connection, it takes the grant and never acquires): the slot's
+// reservation is a member scored with its expiry, which stops counting at
+// that expiry and is then handed to the next waiter by the next script
+// that notices it. The expiry is forced (the member's score set in the
+// past), not slept.
+func TestSemaphoreWaitForReleaseReservationExpires(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+
+		t.Run("newcomer", func(t *testing.T) {
+			sem := redislock.New(env.admin).Semaphore(redistest.Key(t, "sem"), 1)
+			holder := holdAll(t, sem)[0]
+			g := newGhost(t, env, sem.Key())
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-g.done; err != nil {
+				t.Fatalf("ghost's BLMOVE: %v", err) // it got the grant, and dies with it
+			}
+			res := reservations(t, env.admin, sem.Key())
+			if len(res) != 1 {
+				t.Fatalf("reservations %q after the release, want 1", res)
+			}
+			if ttl := env.admin.PTTL(ctx, sem.Key()).Val(); ttl <= 0 || ttl > 100*time.Millisecond {
+				t.Errorf("semaphore key's PTTL %v with only a reservation, want (0, 100ms]", ttl)
+			}
+			if _, err := sem.Acquire(ctx, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
+				t.Fatalf("Acquire of a reserved slot: %v, want ErrNotObtained", err)
+			}
+			if h, err := sem.Holders(ctx); err != nil || len(h) != 0 {
+				t.Errorf("Holders = %+v, %v; want none (a reservation is not a permit)", h, err)
+			}
+			expireMember(t, env.admin, sem.Key(), res[0])
+			p, err := sem.Acquire(ctx, time.Minute, nil)
+			if err != nil {
+				t.Fatalf("Acquire once the reservation expired: %v", err)
+			}
+			if got := reservations(t, env.admin, sem.Key()); len(got) != 0 {
+				t.Errorf("expired reservation %q not pruned", got)
+			}
+			_ = p.Release(ctx)
+			env.admin.Del(ctx, waitQueue(sem.Key()))
+		})
+
+		t.Run("waiter", func(t *testing.T) {
+			// Limit 1: the ghost's lapsed reservation is noticed by the
+			// attempt of a waiter that arrives meanwhile, which hands the
+			// slot to the waiter blocked before it instead of taking it.
+			sem := redislock.New(env.admin).Semaphore(redistest.Key(t, "sem"), 1)
+			holder := holdAll(t, sem)[0]
+			g := newGhost(t, env, sem.Key())
+			first, counter := startSemWaiter(t, env, sem, 2, waitOpt())
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-g.done; err != nil {
+				t.Fatalf("ghost's BLMOVE: %v", err)
+			}
+			res := reservations(t, env.admin, sem.Key())
+			if len(res) != 1 {
+				t.Fatalf("reservations %q after the release, want 1", res)
+			}
+			expireMember(t, env.admin, sem.Key(), res[0])
+			noticed := time.Now()
+			late := acquireAsync(ctx, redislock.New(env.newClient(clientName("late"))).Semaphore(sem.Key(), 1), time.Minute, waitOpt())
+			got := <-first
+			if got.err != nil {
+				t.Fatalf("first waiter: %v", got.err)
+			}
+			if _, _, _, grants := counter.counts(); grants != 1 {
+				t.Errorf("first waiter acquired with %d grants, want 1: the lapsed slot was not handed to it", grants)
+			}
+			if stall := got.at.Sub(noticed); stall > 200*time.Millisecond {
+				t.Errorf("the first waiter acquired %v after the newcomer's attempt, want a round trip or two", stall)
+			}
+			select {
+			case l := <-late:
+				t.Fatalf("the newcomer acquired (%v) before the first waiter released", l.err)
+			default:
+			}
+			if err := got.permit.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if l := <-late; l.err != nil {
+				t.Fatalf("newcomer: %v", l.err)
+			} else {
+				_ = l.permit.Release(ctx)
+			}
+			env.admin.Del(ctx, waitQueue(sem.Key()))
+		})
+	})
+}
+
+// expireMember sets the score of member in a semaphore key in the past:
+// an admin expiry of that one permit or reservation.
+func expireMember(t *testing.T, admin redis.UniversalClient, key, member string) {
+	t.Helper()
+	if err := admin.ZAddXX(context.Background(), key, redis.Z{Score: 1, Member: member}).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The limit holds with waiters: 32 goroutines on 8 clients, limits 2 and 4
+// mixed, WaitForRelease. No more than 4 permits are ever held at once, the
+// holders of limit 2 acquire only while fewer than 2 others are held (by
+// the semaphore's own count), and every worker is served.
+func TestSemaphoreWaitForReleaseLimits(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "sem")
+		const workers, clients, rounds = 32, 8, 8
+		rdbs := make([]redis.UniversalClient, clients)
+		for i := range rdbs {
+			rdbs[i] = env.newClient(clientName("semlimits"))
+		}
+		var (
+			wg     sync.WaitGroup
+			inside atomic.Int32
+			most   atomic.Int32
+			served [workers]int
+		)
+		for w := range workers {
+			limit := 4
+			if w%2 == 1 {
+				limit = 2
+			}
+			sem := redislock.New(rdbs[w%clients]).Semaphore(key, limit)
+			wg.Go(func() {
+				for range rounds {
+					wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+					p, err := sem.Acquire(wctx, 10*time.Second, waitOpt())
+					cancel()
+					if err != nil {
+						t.Errorf("worker %d: %v", w, err)
+						return
+					}
+					n := inside.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					inside.Add(-1)
+					if err := p.Release(ctx); err != nil {
+						t.Errorf("worker %d: Release: %v", w, err)
+						return
+					}
+					served[w]++
+				}
+			})
+		}
+		wg.Wait()
+		if m := most.Load(); m > 4 {
+			t.Errorf("%d permits held at once, want at most 4", m)
+		}
+		for w, n := range served {
+			if n != rounds {
+				t.Errorf("worker %d served %d times, want %d", w, n, rounds)
+			}
+		}
+
+		// Limit 2 beside limit 4, by the server's count: four permits held,
+		// a waiter of limit 2 queued before one of limit 4. A release
+		// wakes the first, whose limit refuses the slot: it passes it to
+		// the second and waits on, until fewer than 2 are held.
+		sem4 := redislock.New(env.admin).Semaphore(redistest.Key(t, "mixed"), 4)
+		holders := holdAll(t, sem4)
+		small, _ := startSemWaiter(t, env, redislock.New(env.admin).Semaphore(sem4.Key(), 2), 1, waitOpt())
+		large, _ := startSemWaiter(t, env, sem4, 2, waitOpt())
+		if err := holders[0].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-large
+		if got.err != nil {
+			t.Fatalf("waiter of limit 4: %v", got.err)
+		}
+		holders = append(holders[1:], got.permit)
+		for len(holders) > 1 {
+			select {
+			case s := <-small:
+				t.Fatalf("waiter of limit 2 acquired (%v) while %d were held", s.err, len(holders))
+			default:
+			}
+			if err := holders[0].Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			holders = holders[1:]
+		}
+		s := <-small
+		if s.err != nil {
+			t.Fatalf("waiter of limit 2: %v", s.err)
+		}
+		if h, err := sem4.Holders(ctx); err != nil || len(h) != 2 {
+			t.Errorf("holders after the waiter of limit 2 acquired: %d, %v; want 2", len(h), err)
+		}
+		_ = s.permit.Release(ctx)
+		_ = holders[0].Release(ctx)
+	})
+}
+
+// LimitRetry and the jitters around WaitForRelease behave as for Lock:
+// LimitRetry(…, 0) makes one attempt and leaves no registration; Jitter
+// keeps the wait event-driven.
+func TestSemaphoreWaitForReleaseWrapped(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		sem := redislock.New(env.admin).Semaphore(redistest.Key(t, "sem"), 1)
+		holder := holdAll(t, sem)[0]
+		start := time.Now()
+		once := &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.WaitForRelease(nil), 0)}
+		if _, err := sem.Acquire(ctx, time.Minute, once); !errors.Is(err, redislock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("LimitRetry(WaitForRelease, 0): %v, want ErrNotObtained at once", err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("LimitRetry(WaitForRelease, 0) took %v", took)
+		}
+		if n := env.admin.ZCard(ctx, waitQueue(sem.Key())).Val(); n != 0 {
+			t.Errorf("%d registrations left by a waiter that gave up", n)
+		}
+		jitter := &redislock.Options{RetryStrategy: redislock.FullJitter(redislock.LimitRetry(redislock.WaitForRelease(redislock.LinearBackoff(time.Hour)), 5))}
+		done, counter := startSemWaiter(t, env, sem, 1, jitter)
+		if err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-done
+		if got.err != nil {
+			t.Fatalf("wrapped waiter: %v", got.err)
+		}
+		if _, _, _, grants := counter.counts(); grants != 1 {
+			t.Errorf("wrapped waiter acquired with %d grants, want 1", grants)
+		}
+		_ = got.permit.Release(ctx)
+	})
+}
+
+// A waiter gives up (its context ends): it leaves the queue, and a slot
+// reserved for it is passed on.
+func TestSemaphoreWaitForReleaseContext(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		sem := redislock.New(env.admin).Semaphore(redistest.Key(t, "sem"), 1)
+		holder := holdAll(t, sem)[0]
+		const wait = 300 * time.Millisecond
+		start := time.Now()
+		dctx, cancel := context.WithTimeout(ctx, wait)
+		_, err := redislock.New(env.newClient(clientName("deadline"))).Semaphore(sem.Key(), 1).Acquire(dctx, time.Minute, waitOpt())
+		cancel()
+		if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("got %v, want ErrNotObtained and DeadlineExceeded", err)
+		}
+		if took := time.Since(start); took < wait || took > wait+time.Second {
+			t.Errorf("gave up after %v, want the deadline of %v", took, wait)
+		}
+		if n := env.admin.ZCard(ctx, waitQueue(sem.Key())).Val(); n != 0 {
+			t.Errorf("%d registrations left by a waiter that gave up", n)
+		}
+		_ = holder.Release(ctx)
+	})
+}
+
+// The helper processes of TestSemaphoreWaitForReleaseProcesses are this
+// test binary run again (TestMain belongs to helpers_test.go).
+const semHelperEnv = "REDISLOCK_SEM_HELPER" // JSON of semHelperSpec
+
+func init() {
+	if spec := os.Getenv(semHelperEnv); spec != "" {
+		os.Exit(semHelperMain(spec))
+	}
+}
+
+type semHelperSpec struct {
+	Addrs   []string
+	Master  string
+	Cluster bool
+	Key     string // the semaphore
+	Count   string // a counter of holders, INCR'd after Acquire and DECR'd before Release
+	Limit   int
+	Workers int
+	Rounds  int
+	Name    string // the client's name
+}
+
+// semHelperMain: spec.Workers goroutines acquire a permit spec.Rounds
+// times each with WaitForRelease, hold it 2 ms, release it. Its last line
+// on stdout: "done <acquisitions> <over limit> <blocks> <timeouts> <grants>".
+func semHelperMain(js string) int {
+	var spec semHelperSpec
+	if err := json.Unmarshal([]byte(js), &spec); err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", semHelperEnv, js, err)
+		return 2
+	}
+	ctx := context.Background()
+	redis.SetLogger(quietLog{})
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: spec.Addrs, MasterName: spec.Master, IsClusterMode: spec.Cluster, ClientName: spec.Name})
+	defer func() { _ = rdb.Close() }()
+	counter := &waitCounter{}
+	rdb.AddHook(counter)
+	sem := redislock.New(rdb).Semaphore(spec.Key, spec.Limit)
+	var acquisitions, over atomic.Int64
+	var wg sync.WaitGroup
+	failed := atomic.Bool{}
+	for range spec.Workers {
+		wg.Go(func() {
+			for range spec.Rounds {
+				wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				p, err := sem.Acquire(wctx, 10*time.Second, waitOpt())
+				cancel()
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "acquire:", err)
+					failed.Store(true)
+					return
+				}
+				acquisitions.Add(1)
+				if n, err := rdb.Incr(ctx, spec.Count).Result(); err != nil || n > int64(spec.Limit) {
+					over.Add(1)
+				}
+				time.Sleep(2 * time.Millisecond)
+				rdb.Decr(ctx, spec.Count)
+				if err := p.Release(ctx); err != nil {
+					fmt.Fprintln(os.Stderr, "release:", err)
+					failed.Store(true)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	_, blocks, timeouts, grants := counter.counts()
+	fmt.Printf("done %d %d %d %d %d\n", acquisitions.Load(), over.Load(), blocks, timeouts, grants)
+	if failed.Load() {
+		return 1
+	}
+	return 0
+}
+
+// Waiters in other processes: a process waits for the permit that this one
+// holds and is woken by its release; then three processes of four
+// goroutines share a semaphore of limit 2, never more than 2 holders.
+func TestSemaphoreWaitForReleaseProcesses(t *testing.T) {
+	for _, topo := range redistest.Topologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			opts := topo.Options(t)
+			admin := namedClients(t, topo)("")
+			base := semHelperSpec{Addrs: opts.Addrs, Master: opts.MasterName, Cluster: opts.IsClusterMode, Count: redistest.Key(t, "count")}
+			admin.Set(ctx, base.Count, 0, time.Minute)
+
+			// One waiter in another process.
+			sem := redislock.New(admin).Semaphore(redistest.Key(t, "one"), 1)
+			holder := holdAll(t, sem)[0]
+			one := base
+			one.Key, one.Limit, one.Workers, one.Rounds, one.Name = sem.Key(), 1, 1, 1, clientName("semproc")
+			h := startSemHelper(t, one)
+			waitUntil(t, "the other process's waiter to block", func() bool { return blocked(t, admin, one.Name) })
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if r := h.wait(t); r.acquisitions != 1 || r.grants != 1 {
+				t.Errorf("the other process acquired %d times with %d grants, want 1 and 1", r.acquisitions, r.grants)
+			}
+
+			// Three processes on one semaphore.
+			many := base
+			many.Key, many.Limit, many.Workers, many.Rounds = redistest.Key(t, "many"), 2, 4, 10
+			var helpers []*semHelper
+			for range 3 {
+				s := many
+				s.Name = clientName("semproc")
+				helpers = append(helpers, startSemHelper(t, s))
+			}
+			var total, over, blocks, timeouts, grants int
+			for _, h := range helpers {
+				r := h.wait(t)
+				total, over, blocks, timeouts, grants = total+r.acquisitions, over+r.over, blocks+r.blocks, timeouts+r.timeouts, grants+r.grants
+			}
+			t.Logf("%d acquisitions in 3 processes: %d blocks (%d timed out), %d with a grant", total, blocks, timeouts, grants)
+			if want := 3 * many.Workers * many.Rounds; total != want {
+				t.Errorf("%d acquisitions, want %d", total, want)
+			}
+			if over != 0 {
+				t.Errorf("%d acquisitions saw more than %d holders", over, many.Limit)
+			}
+			if grants == 0 {
+				t.Errorf("no acquisition came with a grant: the processes did not hand over")
+			}
+			if keys := keysWithoutTTL(t, admin, redistest.Tag(t)+"*"); len(keys) != 0 {
+				t.Errorf("keys without expiry: %q", keys)
+			}
+		})
+	}
+}
+
+// semHelper is a running helper process of the semaphore tests.
+type semHelper struct {
+	cmd  *exec.Cmd
+	last chan string // its last line on stdout, when it has exited
+}
+
+// semReport is a helper's "done" line.
+type semReport struct{ acquisitions, over, blocks, timeouts, grants int }
+
+func startSemHelper(t *testing.T, spec semHelperSpec) *semHelper {
+	t.Helper()
+	js, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &semHelper{last: make(chan string, 1)}
+	h.cmd = exec.Command(os.Args[0], "-test.run=^$") // #nosec G204 G702 -- this test binary, run again
+	h.cmd.Env = append(os.Environ(), semHelperEnv+"="+string(js))
+	h.cmd.Stderr = os.Stderr
+	out, err := h.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		last := ""
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			last = sc.Text()
+		}
+		h.last <- last
+	}()
+	t.Cleanup(func() {
+		if h.cmd.ProcessState == nil {
+			_ = h.cmd.Process.Kill()
+			<-h.last
+			_ = h.cmd.Wait()
+		}
+	})
+	return h
+}
+
+// wait waits for the helper to exit and returns its report.
+func (h *semHelper) wait(t *testing.T) semReport {
+	t.Helper()
+	var line string
+	select {
+	case line = <-h.last:
+	case <-time.After(time.Minute):
+		t.Fatal("a helper process ran for a minute")
+	}
+	if err := h.cmd.Wait(); err != nil {
+		t.Errorf("helper process: %v", err)
+	}
+	var r semReport
+	if _, err := fmt.Sscanf(line, "done %d %d %d %d %d", &r.acquisitions, &r.over, &r.blocks, &r.timeouts, &r.grants); err != nil {
+		t.Fatalf("helper's last line %q: %v", line, err)
+	}
+	return r
+}
