@@ -748,3 +748,67 @@ func (h *semHelper) wait(t *testing.T) semReport {
 	}
 	return r
 }
+
+// Releases in a row, before the woken waiters have taken their slots:
+// every grant stays on the wake-up list until a waiter takes it (handover.lua's
+// pass() with keep), none replaces another. Three waiters share one client,
+// so that only one of them blocks at a time, and the blocks after the
+// first are held back until the three releases are done: the grants queue
+// up on the list.
+func TestSemaphoreWaitForReleaseGrantsInFlight(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		sem := redislock.New(env.admin).Semaphore(redistest.Key(t, "sem"), 3)
+		holders := holdAll(t, sem)
+		name := clientName("semshared")
+		shared := env.newClient(name)
+		counter := &waitCounter{}
+		shared.AddHook(counter)
+		gate := &blockGate{open: make(chan struct{})}
+		shared.AddHook(gate)
+		ws := redislock.New(shared).Semaphore(sem.Key(), 3)
+		var dones []<-chan acquired
+		for i := range 3 {
+			dones = append(dones, acquireAsync(ctx, ws, time.Minute, waitOpt()))
+			waitUntil(t, fmt.Sprintf("waiter %d to register", i), func() bool {
+				return env.admin.ZCard(ctx, waitQueue(sem.Key())).Val() == int64(i+1)
+			})
+		}
+		waitUntil(t, "the first waiter to block", func() bool { return blocked(t, env.admin, name) })
+		for _, p := range holders {
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(gate.open)
+		for i, done := range dones {
+			got := <-done
+			if got.err != nil {
+				t.Fatalf("waiter %d: %v", i, got.err)
+			}
+			defer func() { _ = got.permit.Release(ctx) }()
+		}
+		if _, _, timeouts, grants := counter.counts(); grants != 3 || timeouts != 0 {
+			t.Errorf("%d waiters acquired with a grant, %d blocks timed out; want 3 and 0", grants, timeouts)
+		}
+	})
+}
+
+// blockGate is a go-redis hook that holds every blocking pipeline but the
+// first until open is closed.
+type blockGate struct {
+	open   chan struct{}
+	passed atomic.Bool
+}
+
+func (g *blockGate) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (g *blockGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (g *blockGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "blmove" && g.passed.Swap(true) {
+			<-g.open
+		}
+		return next(ctx, cmds)
+	}
+}
