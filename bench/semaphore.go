@@ -102,11 +102,15 @@ type semHotRun struct {
 
 // semHot runs workers goroutines on one semaphore of limit, each holding
 // its permit for hold, for d after warm-up, with the retry strategy
-// strategy; stats reads the server's INFO.
-func semHot(ctx context.Context, addr string, stats *redis.Client, name string, strategy redislock.RetryStrategy, limit, workers int, hold, warm, d time.Duration) (semHotRun, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: workers + 4})
-	defer func() { _ = rdb.Close() }()
-	sem := redislock.New(rdb).Semaphore("bench:sem:hot:"+name, limit)
+// strategy, spread over clients go-redis clients; stats reads the server's
+// INFO.
+func semHot(ctx context.Context, addr string, stats *redis.Client, name string, strategy redislock.RetryStrategy, clients, limit, workers int, hold, warm, d time.Duration) (semHotRun, error) {
+	sems := make([]redislock.Semaphore, clients)
+	for i := range sems {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: workers/clients + 4})
+		defer func() { _ = rdb.Close() }()
+		sems[i] = redislock.New(rdb).Semaphore("bench:sem:hot:"+name, limit)
+	}
 	opt := &redislock.Options{RetryStrategy: strategy}
 
 	var (
@@ -133,7 +137,7 @@ func semHot(ctx context.Context, addr string, stats *redis.Client, name string, 
 			for time.Now().Before(measureTo) {
 				t0 := time.Now()
 				actx, cancel := context.WithDeadline(ctx, measureTo.Add(time.Second))
-				p, err := sem.Acquire(actx, 5*time.Second, opt)
+				p, err := sems[w%clients].Acquire(actx, 5*time.Second, opt)
 				cancel()
 				if err != nil {
 					if time.Now().After(measureTo) {
@@ -251,7 +255,7 @@ func semaphoreReport(ctx context.Context, addr string, stats *redis.Client, cost
 	const limit, workers, hold = 4, 64, time.Millisecond
 	var hot []semHotRun
 	for _, s := range semStrategies() {
-		r, err := semHot(ctx, addr, stats, s.name, s.s, limit, workers, hold, 500*time.Millisecond, hotFor)
+		r, err := semHot(ctx, addr, stats, s.name, s.s, s.clients, limit, workers, hold, 500*time.Millisecond, hotFor)
 		if err != nil {
 			return "", err
 		}
@@ -260,17 +264,22 @@ func semaphoreReport(ctx context.Context, addr string, stats *redis.Client, cost
 	return semTable(cost, hot, limit, workers, hold), nil
 }
 
-// semStrategy is a retry strategy of the hot-semaphore rows.
+// semStrategy is a retry strategy of the hot-semaphore rows, and the
+// number of go-redis clients its workers share.
 type semStrategy struct {
-	name string
-	s    redislock.RetryStrategy
+	name    string
+	s       redislock.RetryStrategy
+	clients int
 }
 
-// semStrategies are the hot-semaphore rows' strategies. WaitForRelease is
-// not among them: Semaphore does not support it yet.
+// semStrategies are the hot-semaphore rows' strategies: WaitForRelease
+// (the workers of one client block one connection between them, so it is
+// run on one client and on 8), then polling on one client.
 func semStrategies() []semStrategy {
 	return []semStrategy{
-		{"LinearBackoff(1ms)", redislock.LinearBackoff(time.Millisecond)},
-		{"Jitter(Exponential(1ms, 16ms), 0.5)", redislock.Jitter(redislock.ExponentialBackoff(time.Millisecond, 16*time.Millisecond), 0.5)},
+		{"WaitForRelease(nil), 1 client", redislock.WaitForRelease(nil), 1},
+		{"WaitForRelease(nil), 8 clients", redislock.WaitForRelease(nil), 8},
+		{"LinearBackoff(1ms)", redislock.LinearBackoff(time.Millisecond), 1},
+		{"Jitter(Exponential(1ms, 16ms), 0.5)", redislock.Jitter(redislock.ExponentialBackoff(time.Millisecond, 16*time.Millisecond), 0.5), 1},
 	}
 }

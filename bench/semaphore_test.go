@@ -28,7 +28,7 @@ func TestSemaphoreRows(t *testing.T) {
 	const limit, workers, hold = 4, 64, time.Millisecond
 	var hot []semHotRun
 	for _, s := range semStrategies() {
-		r, err := semHot(ctx, server.Addr(), stats, s.name, s.s, limit, workers, hold, warm, hotFor)
+		r, err := semHot(ctx, server.Addr(), stats, s.name, s.s, s.clients, limit, workers, hold, warm, hotFor)
 		if err != nil {
 			t.Fatal(err)
 		}
