@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/redistest"
@@ -87,6 +89,36 @@ func TestRunLimit(t *testing.T) {
 		}
 		if r := redislockCmd(t, nil, args("run", conn, "--limit", "-1", key, "--", "true")...); r.code != exitUsage {
 			t.Errorf("--limit -1: exit %d, want %d", r.code, exitUsage)
+		}
+	})
+}
+
+// TestRunLimitWaitQueues: --limit with --wait waits as a lock's run does
+// (WaitForRelease): the waiting run is registered in the semaphore's wait
+// queue, and the release of a holder that waited too hands it the permit.
+// Before, a waiting run polled and was never in the queue.
+func TestRunLimitWaitQueues(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, conn []string, rdb redis.UniversalClient) {
+		key := redistest.Key(t, "sem")
+		env, a := runArgs(conn, []string{"--limit", "1", "--wait", "15s"}, key, "hold", "0")
+		holder := start(t, env, a...)
+		parseEnvLine(t, holder)
+		holder.expect("ready")
+
+		env, b := runArgs(conn, []string{"--limit", "1", "--wait", "15s"}, key, "exit", "3")
+		waiter := start(t, env, b...)
+		redistest.WaitFor(t, "the waiting run to register", 10*time.Second, func() bool {
+			return rdb.ZCard(context.Background(), key+":redislock:waiters").Val() == 1
+		})
+		if _, err := holder.stdin.Write([]byte("done\n")); err != nil {
+			t.Fatal(err)
+		}
+		if code := holder.wait(); code != 0 {
+			t.Errorf("holder: exit %d; stderr: %s", code, holder.stderr)
+		}
+		parseEnvLine(t, waiter)
+		if code := waiter.wait(); code != 3 {
+			t.Errorf("waiter: exit %d, want 3; stderr: %s", code, waiter.stderr)
 		}
 	})
 }

@@ -38,9 +38,10 @@ With --limit N, KEY is a counting semaphore instead of a lock: COMMAND runs
 while fewer than N jobs hold a permit of KEY (at most N at once, across
 machines), and the permit is kept alive, released and lost as the lock
 would be. A permit expires by itself at its TTL when its holder is gone.
---wait polls for a free permit (backoffs up to 250 ms); every job should
-give the same N (a job with a smaller N waits until fewer than its own N
-hold KEY). "redislock status KEY" lists the holders.
+--wait queues as for a lock: the release of a holder that waited too hands
+its permit to the job that has waited longest. Every job should give the
+same N (a job with a smaller N waits until fewer than its own N hold KEY).
+"redislock status KEY" lists the holders.
 
 COMMAND's environment gets:
   REDISLOCK_KEY          KEY
@@ -349,12 +350,9 @@ func (r *runner) obtain(ctx context.Context, rdb redis.UniversalClient, until ti
 	waiting := !until.IsZero()
 	opt := &redislock.Options{Metadata: metadata, FenceKey: fenceKey}
 	if waiting {
+		// Locks and permits alike: the release of a holder that waited
+		// too hands over to the longest waiter.
 		opt.RetryStrategy = redislock.WaitForRelease(nil)
-		if r.limit > 0 {
-			// A semaphore's waiting polls, with jittered backoffs that a
-			// freed permit waits for 250 ms at most.
-			opt.RetryStrategy = redislock.Jitter(redislock.ExponentialBackoff(10*time.Millisecond, 250*time.Millisecond), 0.5)
-		}
 	}
 	locker := redislock.New(rdb)
 	take := func(ctx context.Context) (held, error) {
