@@ -80,8 +80,8 @@
 // [Client.Semaphore] gives at most N holders of one key at once, each
 // permit a lease of its own; [Client.RWMutex] gives many readers or one
 // writer, writers never starved by a stream of readers. Their handles have
-// the methods, options and errors of [Lock]; the RWMutex waits with
-// [WaitForRelease] too, the semaphore by polling for now.
+// the methods, options and errors of [Lock], and both wait with
+// [WaitForRelease] as a lock does.
 // [Client.Election] elects one leader among campaigners, with a [Leadership]
 // whose term fences and an Observe that reports every change.
 // [Client.AddHook] reports what the locks and the other primitives do, for

@@ -32,7 +32,8 @@
 -- its hash field (O(log n + m) for m expired members, each pruned once).
 -- A waiter that prunes members hands the slots they free (up to its limit)
 -- to the longest live waiters other than itself before it may take one
--- (semaphore_lib.lua's handOn), as a release would have.
+-- (semaphore_lib.lua's handOn), as a release would have; the oldest live
+-- registration keeps one for itself.
 -- <fence> is "0" for a permit without fence counter and "<fence
 -- token>/<tag>" for a fenced one, <tag> being the first 8 hex digits of the
 -- SHA-1 of the counter's key name (as for locks); a permit without fence
@@ -94,7 +95,12 @@ if waiter and freed > 0 then
   if slot and not mine then free = free - 1 end
   local others = redis.call("ZCOUNT", queue, "(" .. now, "+inf")
   local own = redis.call("ZSCORE", queue, waiter)
-  if own and tonumber(own) > now then others = others - 1 end
+  if own and tonumber(own) > now then
+    others = others - 1
+    -- The oldest live registration keeps a slot for itself.
+    local oldest = redis.call("ZRANGE", queue, "(" .. now, "+inf", "BYSCORE", "LIMIT", 0, 1)
+    if oldest[1] == waiter and not slot and not mine then free = free - 1 end
+  end
   local n = math.min(freed, free, others)
   if n > 0 then
     live = live + handOn(KEYS[1], queue, KEYS[f + 2], ARGV[8], now, n, 0)
@@ -131,15 +137,18 @@ elseif live >= limit then
   end
   -- When the holders can expire: the first live permit that is not a
   -- reservation (a reservation is taken, or noticed when it lapses).
-  local head = redis.call("ZRANGE", KEYS[1], 0, 15, "WITHSCORES")
-  local score, reserved = nil, 1
-  for i = 1, #head, 2 do
-    if string.sub(head[i], 1, 1) ~= "~" then
-      score, reserved = head[i + 1], 0
-      break
+  local score, reserved = first[2], 0
+  if freed > 0 or slot or string.sub(first[1], 1, 1) == "~" then
+    -- The set changed here, or starts with a reservation: look further.
+    local head = redis.call("ZRANGE", KEYS[1], 0, 15, "WITHSCORES")
+    score, reserved = head[2], 1
+    for i = 1, #head, 2 do
+      if string.sub(head[i], 1, 1) ~= "~" then
+        score, reserved = head[i + 1], 0
+        break
+      end
     end
   end
-  score = score or head[2]
   local ms = tonumber(score) - now
   if ms < 1 then ms = 1 end
   return {-(ms + 1), 1, reserved}
