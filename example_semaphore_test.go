@@ -50,8 +50,9 @@ func ExampleClient_Semaphore() {
 	// after a release: encoder-c
 }
 
-// Wait for a permit, keep it alive while the work runs, and stamp the
-// work with the permit's fencing token.
+// Wait for a permit (a release hands it to the caller that has waited
+// longest), keep it alive while the work runs, and stamp the work with the
+// permit's fencing token.
 func ExampleSemaphore_Acquire() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
@@ -61,7 +62,7 @@ func ExampleSemaphore_Acquire() {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	p, err := sem.Acquire(wctx, 10*time.Second, &redislock.Options{
-		RetryStrategy: redislock.ExponentialBackoff(10*time.Millisecond, 200*time.Millisecond),
+		RetryStrategy: redislock.WaitForRelease(nil),
 		FenceKey:      "{example:partner-api}:fence",
 	})
 	if err != nil {

@@ -163,6 +163,11 @@ if fenced then
   else
     local cur = redis.call("GET", KEYS[3]) or "0"
     if not string.match(cur, "^%d+$") or tonumber(cur) >= 9007199254740992 then
+      if slot then
+        -- The slot we were woken for goes on to the next waiter.
+        redis.call("ZREM", KEYS[1], grant)
+        handOn(KEYS[1], KEYS[f + 1], KEYS[f + 2], ARGV[8], now, 1, 0)
+      end
       return redis.error_reply("ERR redislock: fence key " .. KEYS[3] .. " does not hold an integer")
     end
     local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
