@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -56,17 +57,32 @@ func holdAll(t *testing.T, sem redislock.Semaphore) []*redislock.Permit {
 	return out
 }
 
-// startSemWaiter starts a waiter for sem on a client of its own, named
-// name, counted by the returned counter, and waits until it is registered
-// (registered waiters in all) and blocked.
+// startSemWaiter starts a waiter for sem on a client of its own, counted by
+// the returned counter, and waits until it is registered (registered
+// waiters in all) and blocked.
 func startSemWaiter(t *testing.T, env *waitEnv, sem redislock.Semaphore, registered int, opt *redislock.Options) (<-chan acquired, *waitCounter) {
+	t.Helper()
+	return startSemWaiterThen(t, env, sem, registered, opt, false)
+}
+
+// startSemWaiterThen is startSemWaiter; with release, the waiter releases
+// its permit as soon as it has it (the result then has no permit).
+func startSemWaiterThen(t *testing.T, env *waitEnv, sem redislock.Semaphore, registered int, opt *redislock.Options, release bool) (<-chan acquired, *waitCounter) {
 	t.Helper()
 	name := clientName("semwaiter")
 	rdb := env.newClient(name)
 	counter := &waitCounter{}
 	rdb.AddHook(counter)
 	ws := redislock.New(rdb).Semaphore(sem.Key(), sem.Limit())
-	done := acquireAsync(context.Background(), ws, time.Minute, opt)
+	done := make(chan acquired, 1)
+	go func() {
+		p, err := ws.Acquire(context.Background(), time.Minute, opt)
+		got := acquired{p, err, time.Now()}
+		if err == nil && release {
+			got.err, got.permit = p.Release(context.Background()), nil
+		}
+		done <- got
+	}()
 	waitUntil(t, fmt.Sprintf("waiter %d to register", registered), func() bool {
 		return env.admin.ZCount(context.Background(), waitQueue(sem.Key()), "0", "+inf").Val() == int64(registered)
 	})
@@ -119,7 +135,9 @@ func TestSemaphoreWaitForReleaseFairness(t *testing.T) {
 
 // semFairRound: a semaphore of limit 2 held twice; six waiters queue one
 // after the other; one holder releases, and each waiter releases as soon
-// as it has its permit, so that the slot goes round the queue.
+// as it has its permit, so that the slot goes round the queue. A waiter
+// whose block ended before the release (250 ms: a loaded machine) blocks
+// again behind the others, and the caller runs the round again.
 func semFairRound(t *testing.T, env *waitEnv) (order []int, counters []*waitCounter) {
 	ctx := context.Background()
 	sem := redislock.New(env.admin).Semaphore(redistest.Key(t, fmt.Sprintf("sem-%d", clientSeq.Add(1))), 2)
@@ -127,7 +145,7 @@ func semFairRound(t *testing.T, env *waitEnv) (order []int, counters []*waitCoun
 	const waiters = 6
 	var dones []<-chan acquired
 	for i := range waiters {
-		done, c := startSemWaiter(t, env, sem, i+1, waitOpt())
+		done, c := startSemWaiterThen(t, env, sem, i+1, waitOpt(), true)
 		dones = append(dones, done)
 		counters = append(counters, c)
 	}
@@ -145,11 +163,6 @@ func semFairRound(t *testing.T, env *waitEnv) (order []int, counters []*waitCoun
 			t.Fatalf("waiter %d: %v", i, got.err)
 		}
 		results = append(results, result{i, got.at})
-		// Release the permit only once this waiter is counted: the next
-		// one can only get its slot after this.
-		if err := got.permit.Release(ctx); err != nil {
-			t.Fatalf("waiter %d: Release: %v", i, err)
-		}
 	}
 	slices.SortFunc(results, func(a, b result) int { return a.at.Compare(b.at) })
 	for _, r := range results {
@@ -179,35 +192,33 @@ func TestSemaphoreWaitForReleaseNoHerd(t *testing.T) {
 		if err := holders[0].Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		got := <-dones[0]
+		// The waiter blocked longest gets the slot: the first, unless its
+		// block ended before the release (250 ms, a loaded machine).
+		first := -1
+		cases := make([]reflect.SelectCase, len(dones))
+		for i, d := range dones {
+			cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(d)}
+		}
+		i, v, _ := reflect.Select(cases)
+		first = i
+		got := v.Interface().(acquired)
 		if got.err != nil {
-			t.Fatalf("first waiter: %v", got.err)
+			t.Fatalf("waiter %d: %v", first, got.err)
 		}
-		attempts := 0
-		for i, c := range counters {
-			evals, _, _, _ := c.counts()
-			attempts += evals
-			if i > 0 && c.sent() != 1 {
-				// A block that ended on its own (250 ms on a slow
-				// machine) is not a wake-up: say so, but count only
-				// attempts sent with a grant.
-				t.Logf("waiter %d blocked %d times", i, c.sent())
-			}
+		if first != 0 {
+			t.Logf("waiter %d acquired first (waiter 0 blocked %d times)", first, counters[0].sent())
 		}
-		_, _, _, grants := counters[0].counts()
+		attempts, grants := 0, 0
+		for _, c := range counters {
+			evals, _, _, g := c.counts()
+			attempts, grants = attempts+evals, grants+g
+		}
 		if grants != 1 {
-			t.Errorf("first waiter acquired with %d grants, want 1", grants)
+			t.Errorf("%d waiters woken with a grant by one release, want 1", grants)
 		}
-		woken := 0
-		for _, c := range counters[1:] {
-			_, _, _, g := c.counts()
-			woken += g
-		}
-		if woken != 0 {
-			t.Errorf("%d other waiters woken with a grant by one release", woken)
-		}
-		// Every waiter registered once, and the first attempted once more.
-		if want := waiters + 1; attempts > want+countReblocks(counters[1:]) {
+		// Every waiter registered once, and the one woken attempted once
+		// more; a block that ended on its own is followed by one attempt.
+		if want := waiters + 1 + countReblocks(counters); attempts > want {
 			t.Errorf("%d attempts in all for one release, want %d", attempts, want)
 		}
 		for _, p := range append(holders[1:], got.permit) {
@@ -215,13 +226,22 @@ func TestSemaphoreWaitForReleaseNoHerd(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for i, done := range dones[1:] {
-			got := <-done
-			if got.err != nil {
-				t.Fatalf("waiter %d: %v", i+1, got.err)
+		// The others get their permits in any order: each releases its own.
+		var wg sync.WaitGroup
+		for i, done := range dones {
+			if i == first {
+				continue
 			}
-			_ = got.permit.Release(ctx)
+			wg.Go(func() {
+				got := <-done
+				if got.err != nil {
+					t.Errorf("waiter %d: %v", i, got.err)
+					return
+				}
+				_ = got.permit.Release(ctx)
+			})
 		}
+		wg.Wait()
 	})
 }
 
@@ -368,8 +388,12 @@ func TestSemaphoreWaitForReleaseReservationExpires(t *testing.T) {
 			if _, _, _, grants := counter.counts(); grants != 1 {
 				t.Errorf("first waiter acquired with %d grants, want 1: the lapsed slot was not handed to it", grants)
 			}
-			if stall := got.at.Sub(noticed); stall > 200*time.Millisecond {
-				t.Errorf("the first waiter acquired %v after the newcomer's attempt, want a round trip or two", stall)
+			// A round trip or two; a block of the first waiter that
+			// ended meanwhile (a loaded machine) adds one more.
+			if stall := got.at.Sub(noticed); stall > time.Second {
+				t.Errorf("the first waiter acquired %v after the newcomer's attempt", stall)
+			} else {
+				t.Logf("the first waiter acquired %v after the newcomer's attempt", stall)
 			}
 			select {
 			case l := <-late:
@@ -788,8 +812,8 @@ func TestSemaphoreWaitForReleaseGrantsInFlight(t *testing.T) {
 			}
 			defer func() { _ = got.permit.Release(ctx) }()
 		}
-		if _, _, timeouts, grants := counter.counts(); grants != 3 || timeouts != 0 {
-			t.Errorf("%d waiters acquired with a grant, %d blocks timed out; want 3 and 0", grants, timeouts)
+		if _, _, timeouts, grants := counter.counts(); grants != 3 {
+			t.Errorf("%d waiters acquired with a grant (%d blocks timed out), want 3", grants, timeouts)
 		}
 	})
 }
