@@ -864,3 +864,57 @@ func (g *blockGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 		return next(ctx, cmds)
 	}
 }
+
+// semHook records what a semaphore's hooks report.
+type semHook struct {
+	redislock.NopHook
+	mu       sync.Mutex
+	released []int  // ReleaseDone's HandedOver
+	obtained []bool // ObtainDone's HandedOver, of calls that obtained
+}
+
+func (h *semHook) ReleaseDone(_ context.Context, e redislock.ReleaseEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.released = append(h.released, e.HandedOver)
+}
+
+func (h *semHook) ObtainDone(_ context.Context, e redislock.ObtainEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e.Err == nil {
+		h.obtained = append(h.obtained, e.HandedOver)
+	}
+}
+
+// The hooks see the hand-over: the release reports one slot handed over,
+// the waiter's acquire that it came with a grant.
+func TestSemaphoreWaitForReleaseHooks(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		h := &semHook{}
+		locker := redislock.New(env.admin)
+		locker.AddHook(h)
+		sem := locker.Semaphore(redistest.Key(t, "sem"), 1)
+		holder := holdAll(t, sem)[0]
+		name := clientName("semhook")
+		waiter := redislock.New(env.newClient(name))
+		waiter.AddHook(h)
+		done := acquireAsync(ctx, waiter.Semaphore(sem.Key(), 1), time.Minute, waitOpt())
+		waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, name) })
+		if err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-done
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		h.mu.Lock()
+		released, obtained := slices.Clone(h.released), slices.Clone(h.obtained)
+		h.mu.Unlock()
+		if !slices.Equal(released, []int{1}) || !slices.Equal(obtained, []bool{false, true}) {
+			t.Errorf("hooks saw releases handing over %v and acquisitions with a grant %v; want [1] and [false true]", released, obtained)
+		}
+		_ = got.permit.Release(ctx)
+	})
+}
