@@ -918,3 +918,62 @@ func TestSemaphoreWaitForReleaseHooks(t *testing.T) {
 		_ = got.permit.Release(ctx)
 	})
 }
+
+// semWaitACL is what a semaphore's user needs, WaitForRelease and fence
+// key included, as docs/semaphore.md lists it (INFO, with which the engine
+// reads the server's hz, is optional).
+var semWaitACL = []string{"~sems:*", "+evalsha", "+eval", "+evalsha_ro", "+eval_ro", "+time", "+info",
+	"+zadd", "+zrange", "+zrangebyscore", "+zremrangebyscore", "+zscore", "+zcard", "+zrem", "+zcount",
+	"+hget", "+hset", "+hdel", "+hmget", "+pexpireat", "+pexpiretime", "+pexpire",
+	"+rpush", "+lpop", "+blmove", "+get", "+set"}
+
+// With the documented ACL, a waiter registers, is handed a permit, gives
+// up (its leave script runs) and nothing is refused (ACL LOG stays empty).
+func TestSemaphoreWaitForReleaseACL(t *testing.T) {
+	srv := redistest.NewServer(t, redistest.Redis)
+	admin := srv.Client(t)
+	ctx := context.Background()
+	setUser(t, admin, "sem", semWaitACL)
+	if err := admin.Do(ctx, "ACL", "LOG", "RESET").Err(); err != nil {
+		t.Fatal(err)
+	}
+	o := srv.Options()
+	o.Username, o.Password = "sem", "sem"
+	rdb := redis.NewClient(o)
+	defer func() { _ = rdb.Close() }()
+	sem := redislock.New(rdb).Semaphore("sems:{a}", 1)
+	opt := &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil), FenceKey: "sems:{a}:fence", Metadata: "m"}
+	p, err := sem.Acquire(ctx, time.Minute, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := acquireAsync(ctx, sem, time.Minute, opt)
+	waitUntil(t, "the waiter to register", func() bool { return admin.ZCard(ctx, waitQueue(sem.Key())).Val() == 1 })
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.err != nil {
+		t.Fatalf("waiter: %v", got.err)
+	}
+	if h, err := sem.Holders(ctx); err != nil || len(h) != 1 {
+		t.Fatalf("Holders: %d, %v", len(h), err)
+	}
+	if _, err := got.permit.TTL(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := sem.Acquire(wctx, time.Minute, opt); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire of a held semaphore: %v, want the deadline", err)
+	}
+	if err := got.permit.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := admin.ZCard(ctx, waitQueue(sem.Key())).Val(); n != 0 {
+		t.Errorf("%d registrations left: the leave script did not run", n)
+	}
+	if log, err := admin.Do(ctx, "ACL", "LOG").Slice(); err != nil || len(log) != 0 {
+		t.Errorf("ACL LOG: %v, %v; want nothing refused", log, err)
+	}
+}

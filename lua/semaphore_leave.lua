@@ -14,7 +14,7 @@
 --           next, or "": its registration is renewed, if it still has one,
 --           as it takes this waiter's place (as in leave.lua).
 --
--- The grant list is deleted. Reply, an integer: 1 when a reserved slot was
+-- The grant list is emptied (so deleted). Reply, an integer: 1 when a reserved slot was
 -- passed on (or freed, with no live waiter), else 0.
 local waiter, reserve = ARGV[1], ARGV[2]
 local _, now = clock()
@@ -25,9 +25,10 @@ if next and next ~= "" then
     redis.call("PEXPIRE", KEYS[2], ARGV[3])
   end
 end
-local grant = redis.call("LPOP", KEYS[4])
-redis.call("DEL", KEYS[4])
--- "~" is the placeholder a registration leaves there.
+-- Taken whole (a grant at its head, then the placeholder "~" that a
+-- registration leaves there), which deletes it.
+local got = redis.call("LPOP", KEYS[4], 2)
+local grant = got and got[1]
 if not grant or grant == "~" then return 0 end
 local score = redis.call("ZSCORE", KEYS[1], grant)
 if not score or tonumber(score) <= now then return 0 end
