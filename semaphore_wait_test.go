@@ -194,13 +194,11 @@ func TestSemaphoreWaitForReleaseNoHerd(t *testing.T) {
 		}
 		// The waiter blocked longest gets the slot: the first, unless its
 		// block ended before the release (250 ms, a loaded machine).
-		first := -1
 		cases := make([]reflect.SelectCase, len(dones))
 		for i, d := range dones {
 			cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(d)}
 		}
-		i, v, _ := reflect.Select(cases)
-		first = i
+		first, v, _ := reflect.Select(cases)
 		got := v.Interface().(acquired)
 		if got.err != nil {
 			t.Fatalf("waiter %d: %v", first, got.err)
