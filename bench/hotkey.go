@@ -91,10 +91,10 @@ func (s *hotSuite) run(ctx context.Context) ([][]hotRun, error) {
 	return out, nil
 }
 
-// pool returns the runs a and b as one: their acquisitions, commands and
-// round trips together over their time together; the acquisitions per
-// worker of both (each worker of each run counting as one); the mean of
-// their PING round trips.
+// pool returns the runs a and b as one: their acquisitions, commands,
+// round trips, server CPU and allocations together over their time
+// together; the acquisitions per worker of both (each worker of each run
+// counting as one); the mean of their PING round trips.
 func pool(a, b hotRun) hotRun {
 	x, y := a.Result, b.Result
 	r := &contention.Result{
@@ -108,6 +108,8 @@ func pool(a, b hotRun) hotRun {
 		Requests:   sumCounted(x.Requests, y.Requests),
 		RoundTrips: sumCounted(x.RoundTrips, y.RoundTrips),
 		Ping:       (x.Ping + y.Ping) / 2,
+		CPU:        x.CPU + y.CPU,
+		Mallocs:    x.Mallocs + y.Mallocs,
 	}
 	for name, n := range y.Commands {
 		r.Commands[name] += n

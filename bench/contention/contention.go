@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,6 +87,13 @@ type Result struct {
 	Requests     int64         // -1 when not counted
 	RoundTrips   int64         // -1 when not counted; a pipeline counts one
 	Ping         time.Duration // median PING round trip during the measurement
+	// CPU is the server's CPU time (used_cpu_user + used_cpu_sys of INFO
+	// cpu) during the measurement, whatever the server did meanwhile.
+	CPU time.Duration
+	// Mallocs counts the heap allocations of this process during the
+	// measurement (runtime.MemStats.Mallocs): the workers', their clients'
+	// and the runner's.
+	Mallocs uint64
 }
 
 // Acquisitions returns the number of acquisitions in the window.
@@ -166,6 +174,20 @@ func (r *Result) CommandsPerAcquisition() float64 {
 		n += c
 	}
 	return perAcquisition(n, len(r.Waits))
+}
+
+// CPUPerAcquisition returns the server's CPU time per acquisition.
+func (r *Result) CPUPerAcquisition() time.Duration {
+	if len(r.Waits) == 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(len(r.Waits))
+}
+
+// MallocsPerAcquisition returns this process's heap allocations per
+// acquisition.
+func (r *Result) MallocsPerAcquisition() float64 {
+	return perAcquisition(int64(r.Mallocs), len(r.Waits)) //nolint:gosec // a count of allocations fits
 }
 
 // RequestsPerAcquisition returns the commands clients sent (round trips,
@@ -309,16 +331,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return err
 		}
+		cpu0, err := serverCPU(ctx, cfg.Stats)
+		if err != nil {
+			return err
+		}
 		var reqs, trips int64
 		if cfg.Requests != nil {
 			reqs, trips = cfg.Requests.Count(), cfg.Requests.RoundTrips()
 		}
+		var mem runtime.MemStats
+		runtime.ReadMemStats(&mem)
+		mallocs := mem.Mallocs
 		start := time.Now()
 		pings, err := pingDuring(ctx, cfg.Stats, cfg.Duration)
 		if err != nil {
 			return err
 		}
 		end := time.Now()
+		runtime.ReadMemStats(&mem)
+		res.Mallocs = mem.Mallocs - mallocs
+		cpu1, err := serverCPU(ctx, cfg.Stats)
+		if err != nil {
+			return err
+		}
+		res.CPU = cpu1 - cpu0
 		after, err := commandStats(ctx, cfg.Stats)
 		if err != nil {
 			return err
@@ -421,6 +457,27 @@ func commandStats(ctx context.Context, client *redis.Client) (map[string]int64, 
 		}
 	}
 	return stats, nil
+}
+
+// serverCPU returns the server's used_cpu_user + used_cpu_sys (INFO cpu).
+func serverCPU(ctx context.Context, client *redis.Client) (time.Duration, error) {
+	info, err := client.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for line := range strings.SplitSeq(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("contention: INFO cpu: %q: %w", line, err)
+		}
+		sum += f
+	}
+	return time.Duration(sum * float64(time.Second)), nil
 }
 
 func quantile(sorted []time.Duration, p float64) time.Duration {

@@ -16,6 +16,8 @@ func TestResult(t *testing.T) {
 		Commands:   map[string]int64{"evalsha": 30, "blmove": 10},
 		Requests:   40,
 		RoundTrips: 30,
+		CPU:        500 * time.Microsecond,
+		Mallocs:    250,
 	}
 	checks := []struct {
 		name      string
@@ -29,6 +31,8 @@ func TestResult(t *testing.T) {
 		{"CommandsPerAcquisition", r.CommandsPerAcquisition(), 4.0},
 		{"RequestsPerAcquisition", r.RequestsPerAcquisition(), 4.0},
 		{"RoundTripsPerAcquisition", r.RoundTripsPerAcquisition(), 3.0},
+		{"CPUPerAcquisition", r.CPUPerAcquisition(), 50 * time.Microsecond},
+		{"MallocsPerAcquisition", r.MallocsPerAcquisition(), 25.0},
 		{"Starved", r.Starved(), true}, // 1 < 2.5/2
 		{"MeanHold", r.MeanHold(), 1500 * time.Microsecond},
 		{"Gap", r.Gap(), 98500 * time.Microsecond}, // 1s/10 - 1.5ms
@@ -42,7 +46,7 @@ func TestResult(t *testing.T) {
 	if err := WriteTable(&b, []*Result{r}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "| s | 4 | own | 10 | 6ms | 10ms | 10ms | 400ms | 0.03 | 1–4 | 4.00 | 4.0 |"; !strings.Contains(b.String(), want) {
+	if want := "| s | 4 | own | 10 | 6ms | 10ms | 10ms | 400ms | 0.03 | 1–4 | 4.00 | 4.0 | 50µs |"; !strings.Contains(b.String(), want) {
 		t.Errorf("table:\n%s\nwant a row starting %q", b.String(), want)
 	}
 	empty := &Result{Requests: -1, RoundTrips: -1}

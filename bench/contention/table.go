@@ -11,13 +11,13 @@ import (
 // p99 and max; the fair-queue bound (workers × mean time per acquisition)
 // and p99's ratio to it; acquisitions per worker, fewest–most; requests
 // (client round trips) and Redis commands (INFO commandstats, script
-// internals included) per acquisition; the median PING round trip during
-// the run.
+// internals included) per acquisition; the server's CPU time (user + sys)
+// per acquisition; the median PING round trip during the run.
 func WriteTable(w io.Writer, results []*Result) error {
-	if _, err := fmt.Fprintln(w, "| strategy | workers | clients | acq/s | wait p50 | wait p99 | wait max | fair bound | p99/bound | per worker min–max | requests/acq | commands/acq | PING p50 |"); err != nil {
+	if _, err := fmt.Fprintln(w, "| strategy | workers | clients | acq/s | wait p50 | wait p99 | wait max | fair bound | p99/bound | per worker min–max | requests/acq | commands/acq | Redis CPU/acq | PING p50 |"); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintln(w, "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"); err != nil {
+	if _, err := fmt.Fprintln(w, "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"); err != nil {
 		return err
 	}
 	for _, r := range results {
@@ -30,10 +30,10 @@ func WriteTable(w io.Writer, results []*Result) error {
 		if b := r.FairBound(); b > 0 {
 			ratio = float64(r.Wait(0.99)) / float64(b)
 		}
-		_, err := fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %.2f | %d–%d | %s | %.1f | %s |\n",
+		_, err := fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %.2f | %d–%d | %s | %.1f | %s | %s |\n",
 			r.Name, r.Workers, r.Layout, r.Throughput(),
 			Round(r.Wait(0.5)), Round(r.Wait(0.99)), Round(r.MaxWait()),
-			Round(r.FairBound()), ratio, lo, hi, reqs, r.CommandsPerAcquisition(), Round(r.Ping))
+			Round(r.FairBound()), ratio, lo, hi, reqs, r.CommandsPerAcquisition(), Round(r.CPUPerAcquisition()), Round(r.Ping))
 		if err != nil {
 			return err
 		}
