@@ -14,10 +14,12 @@
 --   tag      text that keeps the grants of one script apart (the key's index).
 --
 -- Registrations that have lapsed (waiters that died or left without a
--- word) do not count; the next registration drops them. When live waiters remain, the key is handed over: it becomes a reservation, the
--- plain string "<#grant>:<grant>:0:" (so that every client, bsm/redislock
--- included, sees it held) that expires after reserve ms, and the grant "~<server time in µs>.<tag>" is pushed onto the emptied
--- wake list. Redis moves it to the grant list of the client that has been
+-- word) do not count; the next registration drops them. When live waiters
+-- remain, the key is handed over: it becomes a reservation, the plain
+-- string "<#grant>:<grant>:0:" (so that every client, bsm/redislock
+-- included, sees it held) that expires after reserve ms, and the grant
+-- "~<seconds>.<microseconds>.<tag>" (the server's TIME) is left alone on
+-- the wake list. Redis moves it to the grant list of the client that has been
 -- blocked on the wake list longest, or, when none is blocked, of the next
 -- that blocks; the attempt that client sent after its block then obtains
 -- the key with the grant (obtain.lua treats a key reserved for the grant
@@ -33,34 +35,51 @@
 -- wake-up without reservation ("~free") onto the wake list. It keeps the
 -- marks until they lapse: their waiters may be alive and asleep in their
 -- group, and the member that leads before them renews their registration
--- as it passes the lead on (obtain.lua, leave.lua) only if they still have
--- one; dropped, a waiter would block unregistered, and a release that
+-- (when it is old enough to lapse during their block) as it passes the
+-- lead on (obtain.lua, leave.lua) only if they still have one; dropped, a waiter would block unregistered, and a release that
 -- finds the queue empty wakes no one. A waiter that died registered thus costs
 -- one reservation with no taker. A marked waiter may also be alive and
 -- blocked (Redis's order of blocked clients and the order of registrations
 -- differ by the instant between a registration and its block): its
 -- wake-up reaches it at once, and it finds the key free.
 --
--- pass(queue, wake, reserve, tag, key) is handover() without the
+-- pass(queue, wake, reserve, tag, key, keep) is handover() without the
 -- reservation, for a primitive whose reservation is not the lock key (a
--- permit slot, say): it marks the oldest live registration, empties the
--- wake list, pushes a grant onto it with a TTL of reserve ms, and returns
--- the grant, for the caller to reserve what it hands over to it. With no
--- live waiter it deletes the wake list (and key, when given), pushes the
--- marks' wake-ups, and returns nil. With keep true (several grants of one
+-- permit slot, say): it marks the oldest live registration, leaves the
+-- wake list holding one grant with a TTL of reserve ms, and returns the
+-- grant, for the caller to reserve what it hands over to it. With no live
+-- waiter it deletes the wake list (and key, when given), pushes the marks'
+-- wake-ups, and returns nil. With keep true (several grants of one
 -- resource may be in flight at once: a semaphore's permit slots) the wake
 -- list is never emptied: the grant is pushed behind those already there.
+--
+-- Cost, with live waiters: TIME (once per script, see clock()), ZRANGE,
+-- ZADD (the mark), RPUSH and PEXPIRE; an LPOP more when the wake list still
+-- held a grant that no client took (none was blocked since).
+
+-- clock() returns the server's TIME reply and the time it gives in
+-- milliseconds. TIME is called once per script, at the first call: every
+-- step of one script sees the same instant, and a script that hands over
+-- several keys asks for it once.
+local clock_ms, clock_t
+local function clock()
+  if not clock_ms then
+    clock_t = redis.call("TIME")
+    clock_ms = tonumber(clock_t[1]) * 1000 + math.floor(tonumber(clock_t[2]) / 1000)
+  end
+  return clock_t, clock_ms
+end
+
 local function pass(queue, wake, reserve, tag, key, keep)
-  local t = redis.call("TIME")
-  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local now = string.format("%.0f", ms)
-  -- Lapsed registrations (scores in (0, now]) and lapsed marks (in
-  -- [-now, 0)) are passed over here, and dropped by the next registration
-  -- (obtain.lua) or with the queue.
-  local first = redis.call("ZRANGE", queue, "(" .. now, "+inf", "BYSCORE", "LIMIT", 0, 1, "WITHSCORES")
+  local t, now = clock()
+  -- Scores are whole milliseconds (numbers are sent to Redis as they are:
+  -- no formatting in Lua). Live registrations score above now; lapsed ones
+  -- (in (0, now]) and lapsed marks (in [-now, 0)) are passed over here, and
+  -- dropped by the next registration (obtain.lua) or with the queue.
+  local first = redis.call("ZRANGE", queue, now + 1, "+inf", "BYSCORE", "LIMIT", 0, 1, "WITHSCORES")
   if not first[1] then
     -- Live marks: scores below -now (at most 16 wake-ups).
-    local marked = #redis.call("ZRANGE", queue, "(-" .. now, "-inf", "BYSCORE", "REV", "LIMIT", 0, 16)
+    local marked = #redis.call("ZRANGE", queue, -(now + 1), "-inf", "BYSCORE", "REV", "LIMIT", 0, 16)
     if key then redis.call("DEL", key, wake) elseif not keep then redis.call("DEL", wake) end
     for _ = 1, marked do
       redis.call("RPUSH", wake, "~free")
@@ -70,10 +89,16 @@ local function pass(queue, wake, reserve, tag, key, keep)
     end
     return nil
   end
-  redis.call("ZADD", queue, "XX", "-" .. first[2], first[1])
-  local grant = "~" .. t[1] .. string.format("%06d", tonumber(t[2])) .. "." .. tag
-  if not keep then redis.call("DEL", wake) end
-  redis.call("RPUSH", wake, grant)
+  redis.call("ZADD", queue, "XX", -first[2], first[1])
+  -- Unique: TIME's seconds have a fixed width, and tag keeps the grants of
+  -- one script apart.
+  local grant = "~" .. t[1] .. "." .. t[2] .. "." .. tag
+  local len = redis.call("RPUSH", wake, grant)
+  if len > 1 and not keep then
+    -- Grants that no client took (none blocked since they were pushed):
+    -- their reservations have lapsed or been taken over. Only ours stays.
+    redis.call("LPOP", wake, len - 1)
+  end
   redis.call("PEXPIRE", wake, reserve)
   return grant
 end

@@ -1,6 +1,6 @@
 -- leave.lua: a waiter gives up (see WaitForRelease): it leaves every wait
 -- queue of its lock and passes on a grant it was woken with, if any.
--- Calls handover() from handover.lua, which scripts.go prepends.
+-- Calls handover() and clock() from handover.lua, which scripts.go prepends.
 --
 -- KEYS[1..n]       the lock keys.
 -- KEYS[n+1..2n]    the wait queue of each lock key (a sorted set).
@@ -13,7 +13,9 @@
 --             next for key ARGV[5] (1-based), or "": its registration is
 --             renewed there, if it still has one, as it takes this waiter's
 --             place (only if: that waiter may be giving up at this moment
---             too, and must not be registered again).
+--             too, and must not be registered again). The caller names it
+--             only when its registration is old enough to lapse during its
+--             block.
 --
 -- A key reserved for the grant found in the grant list (its value starts
 -- with "<#grant>:<grant>:") is handed over to the next waiter of its queue,
@@ -27,10 +29,10 @@ for i = 1, n do
 end
 local next, j = ARGV[4], tonumber(ARGV[5])
 if next and next ~= "" and j and j >= 1 and j <= n then
-  local t = redis.call("TIME")
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  if redis.call("ZADD", KEYS[n + j], "XX", "CH", string.format("%.0f", now + tonumber(ARGV[3])), next) == 1 then
-    redis.call("PEXPIRE", KEYS[n + j], ARGV[3])
+  local life = tonumber(ARGV[3])
+  local _, now = clock()
+  if redis.call("ZADD", KEYS[n + j], "XX", "CH", now + life, next) == 1 then
+    redis.call("PEXPIRE", KEYS[n + j], life)
   end
 end
 local grant = redis.call("LPOP", KEYS[3 * n + 1])

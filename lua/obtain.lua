@@ -1,6 +1,6 @@
 -- obtain.lua: take every lock key, or none of them; optionally, register
 -- the caller as a waiter when the lock is held (see WaitForRelease).
--- Calls handover() from handover.lua, which scripts.go prepends.
+-- Calls handover() and clock() from handover.lua, which scripts.go prepends.
 --
 -- KEYS[1..n]      the lock keys.
 -- KEYS[n+1]       the fence counter key; present only when ARGV[4] is not "0".
@@ -27,13 +27,20 @@
 --             obtained, its registration in that key's queue, if it still
 --             has one, is renewed, so that it counts as a waiter from the
 --             moment it blocks in our place (only if: it may have obtained
---             or left meanwhile, and must not be registered again).
+--             or left meanwhile, and must not be registered again). The
+--             caller names it only when its registration is old enough to
+--             lapse during its block.
+-- ARGV[10]    optional: "1" when this is the waiter's first attempt: it has
+--             no registration and no grant list yet, so neither is looked
+--             at (no LPOP, no ZREM).
 --
 -- A lock key holds the plain string "<#token>:<token>:<fence>:<metadata>"
 -- (lib.lua), where <fence> is "0" for a lock without fence counter and
 -- "<fence token>/<tag>" for a fenced one, <tag> being the first 8 hex digits
 -- of the SHA-1 of the counter's key name. A key reserved for the waiter's
--- grant (handover.lua) counts as free.
+-- grant (handover.lua) counts as free. For a waiter, the PTTL of a single
+-- key reserved for another's grant is not read: its code says ARGV[7], the
+-- longest a reservation lasts.
 --
 -- Reply without a waiter, an integer:
 --   >= 0   obtained; the fence token (0 when there is no fence counter).
@@ -82,8 +89,9 @@ end
 -- onto a list that expires by itself, whatever becomes of the waiter. Its
 -- head is the grant, if one came; it is taken whole (and so deleted).
 local grants = KEYS[f + 2 * n + 1]
+local fresh = ARGV[10] == "1"
 local grant = ""
-if waiter then
+if waiter and not fresh then
   local got = redis.call("LPOP", grants, 2)
   if got and got[1] ~= "~" then grant = got[1] end
 end
@@ -101,14 +109,21 @@ for i = 1, n do
       granted = i
     else
       blocked = true
-      local ms = redis.call("PTTL", KEYS[i])
+      local res = string.match(v, "^%d+:~") ~= nil
+      local ms
+      if res and waiter and n == 1 then
+        -- A waiter does not time its wake-up by a reservation.
+        ms = tonumber(ARGV[7])
+      else
+        ms = redis.call("PTTL", KEYS[i])
+      end
       -- Under a millisecond left: say 1, since -(0 + 1) would read "no expiry".
       if ms == 0 then ms = 1 end
       local longer = blocker == 0 or (wait >= 0 and (ms < 0 or ms > wait))
       if ms < 0 then wait = -1 elseif wait >= 0 and ms > wait then wait = ms end
       if longer then
         blocker = i
-        reserved = string.match(v, "^%d+:~") ~= nil
+        reserved = res
       end
     end
   end
@@ -117,24 +132,26 @@ if blocked then
   local code = -1
   if wait >= 0 then code = -(wait + 1) end
   if not waiter then return code end
-  local t = redis.call("TIME")
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local _, now = clock()
+  local life = tonumber(ARGV[6])
+  local queue = KEYS[f + blocker]
   -- The ZADD below replaces the registration in the queue of the blocker.
-  for i = 1, n do
-    if i ~= blocker then redis.call("ZREM", KEYS[f + i], waiter) end
+  if not fresh then
+    for i = 1, n do
+      if i ~= blocker then redis.call("ZREM", KEYS[f + i], waiter) end
+    end
   end
   -- Lapsed registrations (scores in (0, now]) and lapsed marks of
   -- handovers (in [-now, 0), see handover.lua); live marks stay: their
   -- waiters may be blocked, and the next handover wakes them.
-  local lapsed = string.format("%.0f", now)
-  redis.call("ZREMRANGEBYSCORE", KEYS[f + blocker], "-" .. lapsed, lapsed)
-  redis.call("ZADD", KEYS[f + blocker], string.format("%.0f", now + tonumber(ARGV[6])), waiter)
-  redis.call("PEXPIRE", KEYS[f + blocker], ARGV[6])
+  redis.call("ZREMRANGEBYSCORE", queue, -now, now)
+  redis.call("ZADD", queue, now + life, waiter)
+  redis.call("PEXPIRE", queue, life)
   -- The placeholder outlives the next block: a waiter attempts at least
   -- every half registration, and blocks for at most a second plus a
   -- server tick.
   redis.call("RPUSH", grants, "~")
-  redis.call("PEXPIRE", grants, 2 * tonumber(ARGV[6]))
+  redis.call("PEXPIRE", grants, 2 * life)
   if granted then
     handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
   end
@@ -189,15 +206,17 @@ for i = 1, n do
   redis.call("SET", KEYS[i], value, "PX", ttl)
 end
 if waiter then
-  for i = 1, n do
-    redis.call("ZREM", KEYS[f + i], waiter)
+  if not fresh then
+    for i = 1, n do
+      redis.call("ZREM", KEYS[f + i], waiter)
+    end
   end
   local next, j = ARGV[8], tonumber(ARGV[9])
   if next and next ~= "" and j and j >= 1 and j <= n then
-    local t = redis.call("TIME")
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    if redis.call("ZADD", KEYS[f + j], "XX", "CH", string.format("%.0f", now + tonumber(ARGV[6])), next) == 1 then
-      redis.call("PEXPIRE", KEYS[f + j], ARGV[6])
+    local life = tonumber(ARGV[6])
+    local _, now = clock()
+    if redis.call("ZADD", KEYS[f + j], "XX", "CH", now + life, next) == 1 then
+      redis.call("PEXPIRE", KEYS[f + j], life)
     end
   end
 end

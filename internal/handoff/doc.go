@@ -14,15 +14,19 @@
 //	      key (see [Companions]), the waiter's grant list ([GrantList]);
 //	ARGV  the waiter id, the registration's life (ms), the reservation's
 //	      life (ms), the id of the waiter of this process that blocks next
-//	      ("" for none) and the 1-based index of the key it waits for.
+//	      ("" for none: it is named only when its registration may have
+//	      been marked or may lapse, see lua/handover.lua) and the 1-based
+//	      index of the key it waits for, then "1" for the waiter's first
+//	      attempt ("0" otherwise): it has no registration or grant list yet.
 //
 // It replies an integer >= 0 when it obtained the keys (a value the caller
 // reads, obtain.lua's fence token), and otherwise {code, i, reserved}: code
 // -1 when the key that holds it up has no expiry, -(ms+1) when it expires
-// in ms; i the 1-based index of that key; reserved 1 when that key is
-// reserved for another waiter's grant. A failed attempt registers the
-// waiter in key i's queue; an obtaining one removes it from every queue.
-// The grant list: every attempt takes it whole (LPOP of two: a grant that
+// in ms (at most: the wait reads no expiry of a reserved key); i the
+// 1-based index of that key; reserved 1 when that key is reserved for
+// another waiter's grant. A failed attempt registers the waiter in key i's
+// queue; an obtaining one removes it from every queue. The grant list:
+// every attempt but the first takes it whole (LPOP of two: a grant that
 // BLMOVE pushed at its head, then the placeholder "~"), and a failed one
 // leaves the placeholder in it with a TTL longer than the next block
 // (obtain.lua: twice the registration's life), so that BLMOVE pushes onto a

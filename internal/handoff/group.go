@@ -36,6 +36,8 @@ type member struct {
 	since   time.Time     // when it registered (its first failed attempt)
 	longest time.Duration // the longest block its client allows
 
+	renewed time.Time // a time before its last registration or renewal; guarded by the group's mu
+
 	noLead bool // too little time left to block; guarded by the group's mu
 	now    bool // attempt at once (see Request.Shared); guarded by the group's mu
 }
@@ -155,16 +157,35 @@ func (g *group) wakeAll(m *member) {
 // unblock gives back the blocking connection that wait took.
 func (g *group) unblock() { g.reg.release(g.state) }
 
-// next returns the id of the member that would lead after m, or "".
-func (g *group) next(m *member) string {
+// next returns the id of the member that would lead after m, for the
+// script that ends m's wait to renew its registration, or "". A handover
+// marks the oldest live registration of the queue (see lua/handover.lua),
+// so that member's is renewed when it may have been marked in m's place
+// (it is not younger than m's), or when it is old enough (renewAfter, at
+// now) to lapse during its block; otherwise the renewal is left out.
+func (g *group) next(m *member, now time.Time) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, o := range g.members {
 		if o != m {
+			if o.renewed.After(m.renewed) && now.Sub(o.renewed) < renewAfter {
+				return ""
+			}
 			return o.id
 		}
 	}
 	return ""
+}
+
+// registered records that m registered (or renewed its registration) at
+// a time after at; g may be nil (the wait polls).
+func (g *group) registered(m *member, at time.Time) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	m.renewed = at
+	g.mu.Unlock()
 }
 
 // passLead makes the oldest member other than m that can block the

@@ -40,6 +40,13 @@ const (
 
 	// leaveTimeout bounds the leave script of a waiter that gives up.
 	leaveTimeout = 5 * time.Second
+
+	// renewAfter is the age from which the script that ends a leader's
+	// wait renews the registration of the member that leads next (see
+	// group.next) even when it is younger than the leader's: a younger one
+	// outlives the leader's block and its own (at most maxBlock each, the
+	// second ending up to a tick late, a second at hz 1) by half a second.
+	renewAfter = Registration - 2*maxBlock - Registration/6
 )
 
 // The durations above as script arguments, in milliseconds: constant
@@ -47,6 +54,13 @@ const (
 const (
 	RegistrationArg = "3000"
 	ReservationArg  = "100"
+)
+
+// The last argument of the waiting script (see the package doc): whether
+// the attempt is the waiter's first.
+const (
+	firstAttempt = "1"
+	laterAttempt = "0"
 )
 
 // Request is one wait for the keys of a lock (or of any resource that
@@ -167,10 +181,11 @@ type wait struct {
 	lists  []string // the wake-up list of each lock key
 	grants string   // the member's grant list
 	keys   []string // the waiting script's keys: CallKeys, queues, wake-up lists, grants
-	args   []any    // its args: CallArgs, id, registration, reservation, successor, index
+	args   []any    // its args: CallArgs, id, registration, reservation, successor, index, first
 	leaves []string // the leave script's keys
 
 	registered bool          // in a wait queue: the last attempt failed, or may have
+	sentWaiter bool          // an attempt with the waiter's part was sent: it may have a registration and a grant list
 	slack      time.Duration // how late the server may end a block
 	block      time.Duration // how long the next attempt blocks first
 	attempts   int
@@ -240,7 +255,7 @@ func (w *wait) start(ctx context.Context, longest time.Duration) {
 	// lease.
 	w.m.longest = min(longest, max(req.TTL/2, minBlock))
 	w.keys = append(append(append(make([]string, 0, len(req.CallKeys)+2*n+1), req.CallKeys...), release[n:]...), grants)
-	w.args = append(append(make([]any, 0, len(req.CallArgs)+5), req.CallArgs...), w.m.id, RegistrationArg, ReservationArg, "", int64(1))
+	w.args = append(append(make([]any, 0, len(req.CallArgs)+6), req.CallArgs...), w.m.id, RegistrationArg, ReservationArg, "", int64(1), firstAttempt)
 	w.leaves = append(release[:3*n:3*n], grants)
 	w.state = attempting
 }
@@ -256,15 +271,24 @@ func (w *wait) attempt(ctx context.Context) {
 		err     error
 		blocked = w.state == blocking
 	)
+	if w.state != polling {
+		// The first attempt has no registration or grant list to look at.
+		w.args[len(w.args)-1] = laterAttempt
+		if !w.sentWaiter {
+			w.args[len(w.args)-1] = firstAttempt
+		}
+		w.sentWaiter = true
+	}
 	switch w.state {
 	case polling:
 		v, err = w.conn.attempt(ctx, w.req.CallKeys, w.req.CallArgs)
 	case blocking:
 		// The member that would lead after this one: if this attempt
-		// obtains the keys, it renews that member's registration, which
-		// then blocks in its place.
-		w.args[len(w.args)-2] = w.g.next(w.m)
-		w.args[len(w.args)-1] = int64(w.last.blocker + 1)
+		// obtains the keys, it renews that member's registration when it
+		// is old enough to lapse during the block that member then makes
+		// in its place.
+		w.args[len(w.args)-3] = w.g.next(w.m, sent)
+		w.args[len(w.args)-2] = int64(w.last.blocker + 1)
 		v, moveErr, err = w.conn.blockAndAttempt(ctx, w.g.list, w.grants, w.block, w.keys, w.args)
 		w.g.unblock()
 		w.block = 0
@@ -273,7 +297,7 @@ func (w *wait) attempt(ctx context.Context) {
 		// most).
 		read = time.Now()
 	default:
-		w.args[len(w.args)-2] = ""
+		w.args[len(w.args)-3] = ""
 		v, err = w.conn.attempt(ctx, w.keys, w.args)
 	}
 	w.attempts++
@@ -306,6 +330,7 @@ func (w *wait) attempt(ctx context.Context) {
 				w.m.since = sent
 			}
 			w.registered = true
+			w.g.registered(w.m, sent)
 		}
 		w.last = r
 	} else if w.req.Attempted != nil {
@@ -439,7 +464,7 @@ func (w *wait) leave(ctx context.Context) {
 	var next string
 	var index int64 = 1
 	if w.g != nil {
-		next, index = w.g.next(w.m), int64(w.last.blocker+1)
+		next, index = w.g.next(w.m, time.Now()), int64(w.last.blocker+1)
 		w.reg.leave(w.g, w.m)
 		w.g = nil
 	}

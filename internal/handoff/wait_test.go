@@ -160,6 +160,42 @@ func TestWaitMaxAttempts(t *testing.T) {
 	})
 }
 
+// The script that ends a leader's wait renews the registration of the
+// member that leads next only when it may have been marked in the
+// leader's place (it is not younger) or may lapse during its block.
+func TestGroupNextRenewal(t *testing.T) {
+	r := NewRegistry()
+	client := &scripterOnly{}
+	leader, next := newMember("a"), newMember("b")
+	g := r.join(client, "wake", leader)
+	r.join(client, "wake", next)
+	t0 := time.Now()
+	g.registered(leader, t0)
+	for _, c := range []struct {
+		name        string
+		nextAt, now time.Time
+		want        string
+	}{
+		{"younger and fresh", t0.Add(10 * time.Millisecond), t0.Add(20 * time.Millisecond), ""},
+		{"younger, old enough to lapse", t0.Add(10 * time.Millisecond), t0.Add(10*time.Millisecond + renewAfter), "b"},
+		{"as old as the leader's", t0, t0.Add(time.Millisecond), "b"},
+		{"older than the leader's", t0.Add(-time.Millisecond), t0.Add(time.Millisecond), "b"},
+	} {
+		g.registered(next, c.nextAt)
+		if got := g.next(leader, c.now); got != c.want {
+			t.Errorf("%s: next = %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := g.next(next, t0); got != "" {
+		t.Errorf("next after b: %q, want none (a is younger and fresh)", got)
+	}
+	r.leave(g, next)
+	if got := g.next(leader, t0); got != "" {
+		t.Errorf("next of the only member: %q, want none", got)
+	}
+	r.leave(g, leader)
+}
+
 func TestGroupLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -178,7 +214,7 @@ func TestGroupLead(t *testing.T) {
 				t.Fatal("two groups for one client and list")
 			}
 		}
-		if next := g.next(members[0]); next != "b" {
+		if next := g.next(members[0], time.Now()); next != "b" {
 			t.Errorf("next after the first member: %q, want b", next)
 		}
 		// The first member to wait leads and may block: as long as it has
