@@ -28,6 +28,7 @@ type Lock struct {
 	fence    int64
 	keyBuf   [2]string    // keys' storage for one key and a fence key
 	handover handover     // how Release hands the keys over to waiters (waitforrelease.go)
+	waiting  []string     // the keys and their companions as the wait that obtained them named them; nil: not known
 	obs      *observation // the Client's hooks, nil without (hook.go)
 	fenceTag string       // the fence counter's tag in the value, "" without (obtain.lua)
 

@@ -105,8 +105,8 @@ func planOf(s RetryStrategy) (waitPlan, bool) {
 // keys, token and TTL; scriptKeys and args are the obtain script's. On
 // success the lock has its fence token and lease start.
 func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duration, plan waitPlan, scriptKeys []string, args []any) error {
-	fallback := startRetry(plan.fallback)
-	out, err := c.registry.Wait(ctx, &handoff.Request{
+	req := &waitRequest{plan: plan.fallback}
+	req.Request = handoff.Request{
 		Client:      c.client,
 		Keys:        lock.keys,
 		Obtain:      obtainScript,
@@ -114,21 +114,43 @@ func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duratio
 		CallArgs:    args,
 		Leave:       leaveScript,
 		TTL:         ttl,
-		Backoff:     fallback.NextBackoff,
+		Backoff:     req.backoff,
 		MaxAttempts: plan.attempts,
 		Transient:   script.Transient,
 		Attempted:   lock.hookAttempted(ctx),
-	})
+	}
+	out, err := c.registry.Wait(ctx, &req.Request)
 	if out.Obtained {
 		// A lock obtained at the end of a block counts its lease from the
 		// block's start: the script ran at some point after it.
-		lock.fence, lock.handover = out.Value, handOver
+		lock.fence, lock.handover, lock.waiting = out.Value, handOver, out.Companions
 		lock.lease.Obtained(out.Sent, ttl)
 	}
+	if err == nil {
+		return nil
+	}
+	return c.waitError(ctx, lock, out, err)
+}
+
+// waitRequest is the wait of one obtainWaiting call, with its fallback,
+// which starts when the wait first needs it: most waits never do.
+type waitRequest struct {
+	handoff.Request
+	plan, fallback RetryStrategy
+}
+
+func (r *waitRequest) backoff() time.Duration {
+	if r.fallback == nil {
+		r.fallback = startRetry(r.plan)
+	}
+	return r.fallback.NextBackoff()
+}
+
+// waitError is obtainWaiting's error for the wait's err (not nil), out
+// being what the wait obtained.
+func (c *Client) waitError(ctx context.Context, lock *Lock, out handoff.Outcome, err error) error {
 	var ended *handoff.EndedError
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &ended):
 		if out.Obtained {
 			// Obtained at the end of a block that outlasted the context:
@@ -168,13 +190,22 @@ const (
 // many keys were ours, and how many of them went to a waiter.
 func (l *Lock) runRelease(ctx context.Context) (ours, handedOver int64, err error) {
 	if l.handover != deleteKeys {
-		if keys, ok := handoff.Companions(l.keys); ok {
-			r, err := releaseScript.Run(ctx, l.client, keys, l.tokenArg, handoff.ReservationArg).Int64Slice()
+		keys, ok := l.waiting, l.waiting != nil
+		if !ok {
+			keys, ok = handoff.Companions(l.keys)
+		}
+		if ok {
+			v, err := releaseScript.Run(ctx, l.client, keys, l.tokenArg, handoff.ReservationArg).Result()
 			if err == nil {
-				if len(r) != 2 {
-					return 0, 0, fmt.Errorf("%w: release of %q: %v", ErrUnexpectedReply, l.keys, r)
+				// {ours, handed over}, read in place (no copy into an []int64).
+				if r, ok := v.([]any); ok && len(r) == 2 {
+					ours, ok1 := r[0].(int64)
+					handed, ok2 := r[1].(int64)
+					if ok1 && ok2 {
+						return ours, handed, nil
+					}
 				}
-				return r[0], r[1], nil
+				return 0, 0, fmt.Errorf("%w: release of %q: %v", ErrUnexpectedReply, l.keys, v)
 			}
 			if l.handover != handOverIfAllowed || !deniedByACL(err) {
 				return 0, 0, err

@@ -18,14 +18,16 @@ import (
 // Across processes (and across clients) the order is Redis's: the client
 // blocked longest on the list gets the next grant.
 type group struct {
-	reg   *Registry
-	key   groupKey // zero for a client that cannot be a map key
-	list  string
-	state *clientState
+	reg     *Registry
+	key     groupKey // zero for a client that cannot be a map key
+	list    string
+	listArg any // list, boxed once for the blocking calls
+	state   *clientState
 
 	mu      sync.Mutex
-	members []*member // oldest first
-	leader  *member   // the member that may block on the list, or nil
+	members []*member  // oldest first
+	leader  *member    // the member that may block on the list, or nil
+	few     [2]*member // members' first backing array
 }
 
 // member is one wait in a group.
@@ -43,7 +45,14 @@ type member struct {
 }
 
 func newMember(id string) *member {
-	return &member{id: id, wake: make(chan struct{}, 1)}
+	m := &member{}
+	m.init(id)
+	return m
+}
+
+// init makes m a new member named id.
+func (m *member) init(id string) {
+	m.id, m.wake = id, make(chan struct{}, 1)
 }
 
 // sleep waits for d on the member's timer, or for the lead to be given to

@@ -42,19 +42,15 @@ func Companions(keys []string) (_ []string, ok bool) {
 	b.Grow(size)
 	for _, k := range keys {
 		for _, suffix := range [2]string{queueSuffix, wakeSuffix} {
-			if hasTag(k) {
-				b.WriteString(k)
-				b.WriteString(suffix)
-				continue
-			}
-			b.WriteByte('{')
-			b.WriteString(k)
-			b.WriteByte('}')
-			b.WriteString(suffix)
-			b.WriteString(untagged)
+			writeCompanion(&b, k, suffix)
 		}
 	}
-	all := b.String()
+	return split(keys, b.String()), true
+}
+
+// split returns keys, then the queue and wake-up list names of each key,
+// cut from all, which holds them in Companions' order.
+func split(keys []string, all string) []string {
 	n := len(keys)
 	out := make([]string, 3*n)
 	copy(out, keys)
@@ -64,7 +60,7 @@ func Companions(keys []string) (_ []string, ok bool) {
 		out[n+i], out[2*n+i] = all[at:at+q], all[at+q:at+q+w]
 		at += q + w
 	}
-	return out, true
+	return out
 }
 
 // companionLengths returns the lengths of key's wait queue and wake-up list
@@ -78,6 +74,52 @@ func companionLengths(key string) (queue, wake int, ok bool) {
 	}
 	extra := len("{}") + len(untagged)
 	return len(key) + len(queueSuffix) + extra, len(key) + len(wakeSuffix) + extra, true
+}
+
+// names returns [Companions] of keys and the [GrantList] of waiter id,
+// whose names share one allocation.
+func names(keys []string, id string) (companions []string, grants string, ok bool) {
+	grantLen := len(grantInfix) + len(id) + len(keys[0])
+	if !hasTag(keys[0]) {
+		grantLen += len("{}")
+	}
+	size := grantLen
+	for _, k := range keys {
+		q, w, ok := companionLengths(k)
+		if !ok {
+			return nil, "", false
+		}
+		size += q + w
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, k := range keys {
+		for _, suffix := range [2]string{queueSuffix, wakeSuffix} {
+			writeCompanion(&b, k, suffix)
+		}
+	}
+	writeCompanion(&b, keys[0], grantInfix)
+	b.WriteString(id)
+	all := b.String()
+	return split(keys, all), all[len(all)-grantLen:], true
+}
+
+// writeCompanion writes the name of key's companion with suffix (a
+// suffix of names or grantInfix), in the form companionLengths counts:
+// the untagged marker ends the suffixes of the queue and wake list only.
+func writeCompanion(b *strings.Builder, key, suffix string) {
+	if hasTag(key) {
+		b.WriteString(key)
+		b.WriteString(suffix)
+		return
+	}
+	b.WriteByte('{')
+	b.WriteString(key)
+	b.WriteByte('}')
+	b.WriteString(suffix)
+	if suffix != grantInfix {
+		b.WriteString(untagged)
+	}
 }
 
 // GrantList names a waiter's grant list, the list its blocking call moves

@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,11 @@ func TestCompanions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got, ok := Companions(tc.keys)
+		// The wait names companions and grant list in one allocation.
+		c, g, nok := names(tc.keys, "w1")
+		if wantG, _ := GrantList(tc.keys[0], "w1"); nok != ok || (ok && (!slices.Equal(c, got) || g != wantG)) {
+			t.Errorf("names(%q) = %q, %q, %v; want %q, %q, %v", tc.keys, c, g, nok, got, wantG, ok)
+		}
 		if !ok {
 			if tc.want != nil {
 				t.Errorf("Companions(%q): none, want %q", tc.keys, tc.want)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,11 +33,11 @@ type pipeliner interface {
 type conn interface {
 	// attempt runs the waiting script.
 	attempt(ctx context.Context, keys []string, args []any) (any, error)
-	// blockAndAttempt blocks on list for at most d, moving a grant to
-	// grants, and runs the waiting script right after, in one round trip.
-	// moveErr is the blocking call's own error (nil when it moved a grant
-	// or timed out).
-	blockAndAttempt(ctx context.Context, list, grants string, d time.Duration, keys []string, args []any) (reply any, moveErr, err error)
+	// blockAndAttempt sends move, a BLMOVE from a wake-up list to the
+	// waiter's grant list blocking for d (see [wait.moveArgs]), and runs
+	// the waiting script right after, in one round trip. moveErr is the
+	// blocking call's own error (nil when it moved a grant or timed out).
+	blockAndAttempt(ctx context.Context, move []any, d time.Duration, keys []string, args []any) (reply any, moveErr, err error)
 	// leave runs the leave script.
 	leave(ctx context.Context, keys []string, args []any)
 	// tick returns how late the server may end a blocking call.
@@ -58,9 +57,10 @@ func (c *redisConn) attempt(ctx context.Context, keys []string, args []any) (any
 	return c.obtain.Run(ctx, c.client, keys, args...).Result()
 }
 
-func (c *redisConn) blockAndAttempt(ctx context.Context, list, grants string, d time.Duration, keys []string, args []any) (any, error, error) {
+func (c *redisConn) blockAndAttempt(ctx context.Context, moveArgs []any, _ time.Duration, keys []string, args []any) (any, error, error) {
 	p := c.pipe.Pipeline()
-	move := p.Do(ctx, "blmove", list, grants, "left", "left", strconv.FormatFloat(d.Seconds(), 'f', 3, 64))
+	move := redis.NewCmd(ctx, moveArgs...)
+	_ = p.Process(ctx, move) // queued: the pipeline's Exec sends it
 	// The grant list exists with a TTL (the registration that preceded the
 	// block left a placeholder in it, see lua/obtain.lua), which BLMOVE
 	// keeps: a grant this process never takes expires with it.

@@ -71,7 +71,7 @@ func (r *Registry) join(client redis.Scripter, list string, m *member) *group {
 	defer r.mu.Unlock()
 	if !reflect.TypeOf(client).Comparable() {
 		// Not a map key: the wait is a group of its own.
-		g := &group{reg: r, list: list, state: newClientState(client), members: []*member{m}}
+		g := &group{reg: r, list: list, listArg: list, state: newClientState(client), members: []*member{m}}
 		g.state.members = 1
 		return g
 	}
@@ -88,7 +88,8 @@ func (r *Registry) join(client redis.Scripter, list string, m *member) *group {
 	k := groupKey{client, list}
 	g := r.groups[k]
 	if g == nil {
-		g = &group{reg: r, key: k, list: list, state: s}
+		g = &group{reg: r, key: k, list: list, listArg: list, state: s}
+		g.members = g.few[:0]
 		r.groups[k] = g
 	}
 	g.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -118,6 +119,9 @@ type Outcome struct {
 	// Sent is a time before the obtaining script ran: the lease of the
 	// keys counts from it.
 	Sent time.Time
+	// Companions are the keys' [Companions] when the wait used them (nil
+	// when it polled), for the release to hand the keys over with.
+	Companions []string
 }
 
 // ErrGaveUp is returned by [Registry.Wait] when the keys stayed held and
@@ -149,12 +153,14 @@ func (e *EndedError) Unwrap() error { return e.Err }
 // when ctx has ended); a wait that dies leaves registrations that lapse
 // by themselves.
 func (r *Registry) Wait(ctx context.Context, req *Request) (Outcome, error) {
-	c := &redisConn{reg: r, client: req.Client, obtain: req.Obtain, leaveWith: req.Leave}
+	w := r.newWait(req)
+	w.rc = redisConn{reg: r, client: req.Client, obtain: req.Obtain, leaveWith: req.Leave}
+	w.conn = &w.rc
 	longest := time.Duration(0)
 	if p, ok := req.Client.(pipeliner); ok {
-		c.pipe, longest = p, maxBlock
+		w.rc.pipe, longest = p, maxBlock
 	}
-	return r.run(ctx, req, c, longest)
+	return w.run(ctx, longest)
 }
 
 // The states of a wait.
@@ -176,13 +182,15 @@ type wait struct {
 	conn  conn
 	state state
 
-	m      *member
-	g      *group   // the group of the list the member waits on; nil when polling
-	lists  []string // the wake-up list of each lock key
-	grants string   // the member's grant list
-	keys   []string // the waiting script's keys: CallKeys, queues, wake-up lists, grants
-	args   []any    // its args: CallArgs, id, registration, reservation, successor, index, first
-	leaves []string // the leave script's keys
+	m      *member // mem
+	mem    member
+	rc     redisConn // the conn of a wait on a server
+	g      *group    // the group of the list the member waits on; nil when polling
+	lists  []string  // the wake-up list of each lock key
+	keys   []string  // the waiting script's keys: CallKeys, queues, wake-up lists, grants
+	args   []any     // its args: CallArgs, id, registration, reservation, successor, index, first
+	leaves []string  // the leave script's keys
+	move   []any     // the blocking call's command (see moveArgs)
 
 	registered bool          // in a wait queue: the last attempt failed, or may have
 	sentWaiter bool          // an attempt with the waiter's part was sent: it may have a registration and a grant list
@@ -195,15 +203,30 @@ type wait struct {
 	err        error
 }
 
+// newWait returns a wait for req, without its conn.
+func (r *Registry) newWait(req *Request) *wait {
+	w := &wait{reg: r, req: req}
+	w.m = &w.mem
+	w.m.init(rand.Text())
+	return w
+}
+
 // run is Wait over c, a conn whose client blocks for at most longest (0:
 // it cannot block).
 func (r *Registry) run(ctx context.Context, req *Request, c conn, longest time.Duration) (Outcome, error) {
+	w := r.newWait(req)
+	w.conn = c
+	return w.run(ctx, longest)
+}
+
+// run runs the wait, whose conn blocks for at most longest (0: it cannot
+// block).
+func (w *wait) run(ctx context.Context, longest time.Duration) (Outcome, error) {
 	var cancel context.CancelFunc
 	if _, ok := ctx.Deadline(); !ok {
-		ctx, cancel = context.WithTimeout(ctx, req.TTL)
+		ctx, cancel = context.WithTimeout(ctx, w.req.TTL)
 		defer cancel()
 	}
-	w := &wait{reg: r, req: req, conn: c, m: newMember(rand.Text())}
 	defer w.m.stop()
 	w.start(ctx, longest)
 	for w.state != finished {
@@ -225,15 +248,13 @@ func (r *Registry) run(ctx context.Context, req *Request, c conn, longest time.D
 // they called.
 func (w *wait) start(ctx context.Context, longest time.Duration) {
 	req := w.req
-	release, ok := Companions(req.Keys)
-	grants, _ := GrantList(req.Keys[0], w.m.id)
+	release, grants, ok := names(req.Keys, w.m.id)
 	if !ok {
 		w.state = polling
 		return
 	}
 	n := len(req.Keys)
 	w.lists = release[2*n:]
-	w.grants = grants
 	w.g = w.reg.join(req.Client, w.lists[0], w.m)
 	if longest > 0 {
 		w.slack = w.conn.tick(ctx)
@@ -254,9 +275,13 @@ func (w *wait) start(ctx context.Context, longest time.Duration) {
 	// block's start: blocking at most half the TTL keeps at least half the
 	// lease.
 	w.m.longest = min(longest, max(req.TTL/2, minBlock))
-	w.keys = append(append(append(make([]string, 0, len(req.CallKeys)+2*n+1), req.CallKeys...), release[n:]...), grants)
+	// The keys of both scripts in one allocation.
+	keys := make([]string, 0, len(req.CallKeys)+2*n+1+3*n+1)
+	keys = append(append(append(keys, req.CallKeys...), release[n:]...), grants)
+	w.keys = keys[:len(keys):len(keys)]
+	w.leaves = append(append(keys[len(keys):], release...), grants)
 	w.args = append(append(make([]any, 0, len(req.CallArgs)+6), req.CallArgs...), w.m.id, RegistrationArg, ReservationArg, "", int64(1), firstAttempt)
-	w.leaves = append(release[:3*n:3*n], grants)
+	w.move = []any{"blmove", nil, grants, "left", "left", nil}
 	w.state = attempting
 }
 
@@ -289,7 +314,7 @@ func (w *wait) attempt(ctx context.Context) {
 		// in its place.
 		w.args[len(w.args)-3] = w.g.next(w.m, sent)
 		w.args[len(w.args)-2] = int64(w.last.blocker + 1)
-		v, moveErr, err = w.conn.blockAndAttempt(ctx, w.g.list, w.grants, w.block, w.keys, w.args)
+		v, moveErr, err = w.conn.blockAndAttempt(ctx, w.moveArgs(), w.block, w.keys, w.args)
 		w.g.unblock()
 		w.block = 0
 		// The attempt ran when the block ended, not when it was sent:
@@ -317,6 +342,9 @@ func (w *wait) attempt(ctx context.Context) {
 			w.out = Outcome{Obtained: true, Value: r.value, Sent: sent}
 			if blocked && w.req.Shared {
 				w.g.wakeAll(w.m)
+			}
+			if w.state != polling {
+				w.out.Companions = w.leaves[: len(w.leaves)-1 : len(w.leaves)-1]
 			}
 			if blocked && ctx.Err() != nil {
 				w.finish(&EndedError{ctx.Err()})
@@ -371,6 +399,15 @@ func (w *wait) attempt(ctx context.Context) {
 		return
 	}
 	w.state = sleeping
+}
+
+// moveArgs returns the blocking call of the member that leads w.g: BLMOVE
+// from the group's wake-up list to the member's grant list, blocking for
+// w.block (in seconds, to the millisecond). Its arguments are boxed once
+// per wait and group.
+func (w *wait) moveArgs() []any {
+	w.move[1], w.move[5] = w.g.listArg, math.Round(w.block.Seconds()*1000)/1000
+	return w.move
 }
 
 // sleep waits in the group of the key that holds the waiter up, until it
