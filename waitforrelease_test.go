@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -1203,4 +1204,101 @@ func TestWaitForReleaseDeadlineAtLowHz(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The commands Redis runs per step of WaitForRelease (script internals
+// included, INFO commandstats), on a server of its own: an uncontended
+// obtain runs no command of the waiting machinery, and one handover runs
+// 23 commands in all (96ede5c: 24, 25 and 28 before this count was cut;
+// docs/waiting.md lists them).
+func TestWaitForReleaseCommandsPerStep(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.Redis)
+	admin := srv.Client(t)
+	ctx := context.Background()
+	key := redistest.Key(t, "lock")
+	// calls returns the commands run since the last call, without the
+	// test's own (INFO, CLIENT LIST, CONFIG RESETSTAT, the handshake).
+	calls := func() map[string]int64 {
+		t.Helper()
+		stats, err := admin.InfoMap(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, fields := range stats {
+			for name, v := range fields {
+				cmd := strings.TrimPrefix(name, "cmdstat_")
+				if strings.HasPrefix(cmd, "info") || strings.HasPrefix(cmd, "client") || strings.HasPrefix(cmd, "config") || cmd == "hello" || cmd == "ping" {
+					continue
+				}
+				n, err := strconv.ParseInt(strings.TrimPrefix(strings.Split(v, ",")[0], "calls="), 10, 64)
+				if err != nil {
+					t.Fatalf("commandstats %s: %q", name, v)
+				}
+				got[cmd] = n
+			}
+		}
+		if err := admin.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// Load the scripts (EVALSHA fails on a new server; EVAL follows).
+	warm, err := redislock.Obtain(ctx, admin, key+"-warm", time.Minute, waitOpt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls()
+
+	holder, err := redislock.Obtain(ctx, admin, key, time.Minute, waitOpt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := calls(), map[string]int64{"evalsha": 1, "get": 1, "set": 1}; !maps.Equal(got, want) {
+		t.Errorf("uncontended obtain ran %v, want %v", got, want)
+	}
+
+	name := clientName("waiter")
+	opt := srv.Options()
+	opt.ClientName = name
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	done := obtainAsync(ctx, rdb, key, time.Minute, waitOpt())
+	waitUntil(t, "the waiter to block", func() bool { return blocked(t, admin, name) })
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	defer func() { _ = got.lock.Release(ctx) }()
+	// The waiter's registration (the key held: its expiry is read), its
+	// block, the holder's release (a handover) and the waiter's attempt
+	// that follows its block.
+	want := map[string]int64{
+		"evalsha": 3, "blmove": 1,
+		"get": 3, "pttl": 1, "time": 2, "zremrangebyscore": 1, "zadd": 2, "pexpire": 3, "rpush": 2,
+		"zrange": 1, "set": 2, "lpop": 1, "zrem": 1,
+	}
+	stats := calls()
+	// A block that ended before the release (a loaded machine) costs a
+	// block and an attempt that registers again.
+	for range stats["blmove"] - 1 {
+		for cmd, n := range map[string]int64{"evalsha": 1, "blmove": 1, "lpop": 1, "get": 1, "pttl": 1, "time": 1, "zremrangebyscore": 1, "zadd": 1, "pexpire": 2, "rpush": 1} {
+			want[cmd] += n
+		}
+	}
+	if !maps.Equal(stats, want) {
+		t.Errorf("one handover ran %v, want %v", stats, want)
+	}
+	var total int64
+	for _, n := range stats {
+		total += n
+	}
+	t.Logf("one handover: %d commands (%d blocks)", total, stats["blmove"])
 }
