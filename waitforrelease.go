@@ -26,8 +26,9 @@ import (
 // (its user may lack the ACL of the wait queues), and waiters notice when
 // their block ends (within about a second).
 //
-// Use it for a lock that is contended and held briefly. It costs about four
-// round trips per acquisition however many wait, one blocked connection per
+// Use it for a lock that is contended and held briefly. It costs three
+// round trips (four requests) per acquisition however many wait, none more
+// than a plain Obtain when the lock is free, one blocked connection per
 // go-redis client and key while goroutines wait (at most half the client's
 // pool), and two short-lived companion keys per lock key in its hash slot;
 // docs/waiting.md describes the mechanism and its figures.

@@ -1302,3 +1302,41 @@ func TestWaitForReleaseCommandsPerStep(t *testing.T) {
 	}
 	t.Logf("one handover: %d commands (%d blocks)", total, stats["blmove"])
 }
+
+// A handover leaves its grant alone on the wake-up list: a grant that no
+// client took (none blocked since it was pushed) is dropped, so that the
+// next client to block gets the grant that matches the reservation.
+func TestWaitForReleaseStaleGrantDropped(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		crashWaiter(t, env, []string{key}) // registered, blocked on nothing
+		if err := env.admin.RPush(ctx, wakeList(key), "~1.2.1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.admin.PExpire(ctx, wakeList(key), time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		grants, err := env.admin.LRange(ctx, wakeList(key), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := env.admin.Get(ctx, key).Result()
+		if err != nil {
+			t.Fatalf("the key after the handover: %v", err)
+		}
+		if len(grants) != 1 || !strings.HasPrefix(v, fmt.Sprintf("%d:%s:", len(grants[0]), grants[0])) {
+			t.Fatalf("wake-up list %q, key %q: want the one grant the key is reserved for", grants, v)
+		}
+		if ttl := env.admin.PTTL(ctx, wakeList(key)).Val(); ttl <= 0 || ttl > 100*time.Millisecond {
+			t.Errorf("wake-up list's PTTL %v, want the reservation's (100 ms)", ttl)
+		}
+	})
+}

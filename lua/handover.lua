@@ -54,8 +54,9 @@
 -- list is never emptied: the grant is pushed behind those already there.
 --
 -- Cost, with live waiters: TIME (once per script, see clock()), ZRANGE,
--- ZADD (the mark), RPUSH and PEXPIRE; an LPOP more when the wake list still
--- held a grant that no client took (none was blocked since).
+-- ZADD (the mark), RPUSH and PEXPIRE; a DEL and an RPUSH more when the
+-- wake list still held a grant that no client took (none was blocked
+-- since).
 
 -- clock() returns the server's TIME reply and the time it gives in
 -- milliseconds. TIME is called once per script, at the first call: every
@@ -93,11 +94,13 @@ local function pass(queue, wake, reserve, tag, key, keep)
   -- Unique: TIME's seconds have a fixed width, and tag keeps the grants of
   -- one script apart.
   local grant = "~" .. t[1] .. "." .. t[2] .. "." .. tag
-  local len = redis.call("RPUSH", wake, grant)
-  if len > 1 and not keep then
+  if redis.call("RPUSH", wake, grant) > 1 and not keep then
     -- Grants that no client took (none blocked since they were pushed):
     -- their reservations have lapsed or been taken over. Only ours stays.
-    redis.call("LPOP", wake, len - 1)
+    -- (DEL, as every handover did before: no command that a user's ACL
+    -- may lack after the writes above.)
+    redis.call("DEL", wake)
+    redis.call("RPUSH", wake, grant)
   end
   redis.call("PEXPIRE", wake, reserve)
   return grant
