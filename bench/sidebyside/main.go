@@ -74,7 +74,6 @@ func main() {
 	flag.Parse()
 	if *memprofile != "" {
 		runtime.MemProfileRate = 512
-		defer writeProfile(*memprofile)
 	}
 	var err error
 	if *summary != "" {
@@ -82,9 +81,12 @@ func main() {
 	} else {
 		err = measure(context.Background(), *addr, *label, *peers, *duration, *out)
 	}
+	if *memprofile != "" {
+		writeProfile(*memprofile)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sidebyside:", err)
-		os.Exit(1) //nolint:gocritic // the profile is of no use then
+		os.Exit(1)
 	}
 }
 
