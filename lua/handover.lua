@@ -19,8 +19,8 @@
 -- string "<#grant>:<grant>:0:" (so that every client, bsm/redislock
 -- included, sees it held) that expires after reserve ms, and the grant
 -- "~<seconds>.<microseconds>.<tag>" (the server's TIME) is left alone on
--- the wake list. Redis moves it to the grant list of the client that has been
--- blocked on the wake list longest, or, when none is blocked, of the next
+-- the wake list. Redis moves it to the grant list of the client that has
+-- been blocked on the wake list longest, or, when none is blocked, of the next
 -- that blocks; the attempt that client sent after its block then obtains
 -- the key with the grant (obtain.lua treats a key reserved for the grant
 -- it finds as free). When no live waiter remains, the key and its wake
@@ -35,10 +35,11 @@
 -- wake-up without reservation ("~free") onto the wake list. It keeps the
 -- marks until they lapse: their waiters may be alive and asleep in their
 -- group, and the member that leads before them renews their registration
--- (when it is old enough to lapse during their block) as it passes the
--- lead on (obtain.lua, leave.lua) only if they still have one; dropped, a waiter would block unregistered, and a release that
--- finds the queue empty wakes no one. A waiter that died registered thus costs
--- one reservation with no taker. A marked waiter may also be alive and
+-- (when it may have been marked in their place, or could lapse during
+-- their block) as it passes the lead on (obtain.lua, leave.lua) only if
+-- they still have one; dropped, a waiter would block unregistered, and a
+-- release that finds the queue empty wakes no one. A waiter that died
+-- registered thus costs one reservation with no taker. A marked waiter may also be alive and
 -- blocked (Redis's order of blocked clients and the order of registrations
 -- differ by the instant between a registration and its block): its
 -- wake-up reaches it at once, and it finds the key free.
