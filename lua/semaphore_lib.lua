@@ -12,11 +12,7 @@
 -- that grant, which takes it over (semaphore_acquire.lua), and expires
 -- like one when nobody does.
 
--- clock() returns the server's TIME and the time now in milliseconds.
-local function clock()
-  local t = redis.call("TIME")
-  return t, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+-- clock() is handover.lua's: TIME once per script.
 
 -- prune(key, hash, now) removes the members of key that expired by now,
 -- and their fields of hash (nil: none), and returns how many it removed.
