@@ -54,7 +54,10 @@ var (
 	// is also a lock key.
 	ErrInvalidKey = errors.New("redislock: invalid key")
 
-	// ErrInvalidToken is returned by [Client.Attach] for an empty token.
+	// ErrInvalidToken is returned by [Client.Attach] for an empty token, by
+	// [Semaphore.Acquire] for an [Options.Token] that starts with "~" (the
+	// mark of a reserved slot), and by the RW lock's read acquire for a
+	// token that holds its write lock ([RWMutex.RLock]).
 	ErrInvalidToken = errors.New("redislock: invalid token")
 
 	// ErrInvalidOption is returned, before anything is sent to Redis or

@@ -95,6 +95,10 @@ func (s Semaphore) check(buf []string, fenceKey string) error {
 	return checkKeys(buf[:2], fenceKey, s.cluster)
 }
 
+// reservationMark starts the sorted-set member of a slot reserved for a
+// woken waiter (semaphore_lib.lua); no permit's token may start with it.
+const reservationMark = "~"
+
 // Acquire takes one permit for ttl (at least one millisecond; Redis counts
 // whole milliseconds), when fewer than the semaphore's limit are live. Each
 // attempt is one Lua script, one round trip, O(log n) in the number of
@@ -119,6 +123,7 @@ func (s Semaphore) check(buf []string, fenceKey string) error {
 //   - [ErrInvalidLimit], [ErrInvalidTTL], [ErrInvalidKey] (an empty key, a
 //     key with "}" but no hash tag, a fence key equal to the semaphore's
 //     keys), [*CrossSlotError] (on a Cluster, a fence key in another slot),
+//     [ErrInvalidToken] (an [Options.Token] that starts with "~"),
 //     [ErrInvalidOption], [ErrNilClient], [ErrNilContext]: bad input,
 //     reported before anything is sent to Redis.
 //   - [ErrNotObtained]: limit permits are live and the strategy gave up.
@@ -147,6 +152,8 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	token := opt.token()
 	if token == "" {
 		token = newToken()
+	} else if strings.HasPrefix(token, reservationMark) {
+		return nil, fmt.Errorf("%w: a permit's token may not start with %q, which marks a slot reserved for a woken waiter", ErrInvalidToken, reservationMark)
 	}
 	p.token, p.tokenArg = token, token
 	// The keys live in the Permit: the semaphore's two, capped so that

@@ -397,6 +397,7 @@ func TestSemaphoreBadInput(t *testing.T) {
 		{"fence is the key", c.Semaphore("k", 1), time.Second, &redislock.Options{FenceKey: "k"}, redislock.ErrInvalidKey},
 		{"ttl", c.Semaphore("k", 1), time.Microsecond, nil, redislock.ErrInvalidTTL},
 		{"min replicas", c.Semaphore("k", 1), time.Second, &redislock.Options{MinReplicas: 1}, redislock.ErrInvalidOption},
+		{"token of a reserved slot", c.Semaphore("k", 2), time.Second, &redislock.Options{Token: "~1764590000000000.1-0"}, redislock.ErrInvalidToken},
 		{"nil client", (*redislock.Client)(nil).Semaphore("k", 1), time.Second, nil, redislock.ErrNilClient},
 	}
 	for _, tc := range cases {
