@@ -296,30 +296,16 @@ func (rw *RWMutex) wait(ctx context.Context, h *rwHold, ttl time.Duration, plan 
 	// The engine polls where it cannot block, registering the token as a
 	// polling waiter does: withdraw it.
 	rw.withdraw(ctx, h.token)
-	var ended *handoff.EndedError
-	switch {
-	case errors.As(err, &ended):
-		if out.Obtained {
-			// Obtained at the end of a block that outlasted the context:
-			// the caller has gone, so the hold goes on.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-			defer cancel()
-			if write {
-				_, _ = (&WriteLock{h: h}).releaseOnce(rctx)
-			} else {
-				_, _ = (&ReadLock{h: h}).releaseOnce(rctx)
-			}
-		}
-		return fmt.Errorf("%w: %w", ErrNotObtained, ended.Err)
-	case errors.Is(err, handoff.ErrGaveUp):
-		return ErrNotObtained
-	case errors.Is(err, handoff.ErrUnexpectedReply):
-		return fmt.Errorf("%w: wait of %q: %w", ErrUnexpectedReply, rw.name, err)
-	}
 	if refused := rw.refusal(err, h.token); refused != nil {
 		return refused
 	}
-	return err
+	return waitFailed(ctx, out, err, "wait of", rw.name, func(rctx context.Context) {
+		if write {
+			_, _ = (&WriteLock{h: h}).releaseOnce(rctx)
+		} else {
+			_, _ = (&ReadLock{h: h}).releaseOnce(rctx)
+		}
+	})
 }
 
 // The error replies of the RLock and Lock scripts that refuse the call

@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -227,25 +226,12 @@ func (s Semaphore) acquireWaiting(ctx context.Context, p *Permit, ttl time.Durat
 		p.fence, p.handover = out.Value, true
 		p.lease.Obtained(out.Sent, ttl)
 	}
-	var ended *handoff.EndedError
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.As(err, &ended):
-		if out.Obtained {
-			// Obtained at the end of a block that outlasted the context:
-			// the caller has gone, so the permit goes on.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-			defer cancel()
-			_, _, _ = p.runRelease(rctx)
-		}
-		return fmt.Errorf("%w: %w", ErrNotObtained, ended.Err)
-	case errors.Is(err, handoff.ErrGaveUp):
-		return ErrNotObtained
-	case errors.Is(err, handoff.ErrUnexpectedReply):
-		return fmt.Errorf("%w: acquire of semaphore %q: %w", ErrUnexpectedReply, s.key, err)
 	}
-	return err
+	return waitFailed(ctx, out, err, "acquire of semaphore", s.key, func(rctx context.Context) {
+		_, _, _ = p.runRelease(rctx)
+	})
 }
 
 // PermitInfo describes one live permit of a semaphore, as [Semaphore.Holders]

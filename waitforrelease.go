@@ -150,21 +150,31 @@ func (r *waitRequest) backoff() time.Duration {
 // waitError is obtainWaiting's error for the wait's err (not nil), out
 // being what the wait obtained.
 func (c *Client) waitError(ctx context.Context, lock *Lock, out handoff.Outcome, err error) error {
+	return waitFailed(ctx, out, err, "obtain of", lock.keys, func(rctx context.Context) {
+		_, _, _ = lock.runRelease(rctx)
+	})
+}
+
+// waitFailed is the error of every primitive's wait that ended with err
+// (not nil), out being what the wait obtained; call and name (quoted) name
+// the call in an [ErrUnexpectedReply]. The wait's own errors become the
+// library's; any other is returned as it is. When the wait obtained at the
+// end of a block that outlasted the context (the caller has gone), release
+// gives it back, under a timeout of its own.
+func waitFailed(ctx context.Context, out handoff.Outcome, err error, call string, name any, release func(context.Context)) error {
 	var ended *handoff.EndedError
 	switch {
 	case errors.As(err, &ended):
 		if out.Obtained {
-			// Obtained at the end of a block that outlasted the context:
-			// the caller has gone, so the lock goes on.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer cancel()
-			_, _, _ = lock.runRelease(rctx)
+			release(rctx)
 		}
 		return fmt.Errorf("%w: %w", ErrNotObtained, ended.Err)
 	case errors.Is(err, handoff.ErrGaveUp):
 		return ErrNotObtained
 	case errors.Is(err, handoff.ErrUnexpectedReply):
-		return fmt.Errorf("%w: obtain of %q: %w", ErrUnexpectedReply, lock.keys, err)
+		return fmt.Errorf("%w: %s %q: %w", ErrUnexpectedReply, call, name, err)
 	}
 	return err
 }
