@@ -144,15 +144,21 @@ func (e Event) String() string {
 type History struct {
 	origin time.Time
 
-	mu     sync.Mutex
-	events []Event
-	acqs   int
+	mu      sync.Mutex
+	events  []Event
+	acqs    int
+	refused chan struct{} // closed when the first refused write is recorded
 }
 
 // NewHistory returns an empty history whose clock starts now.
 func NewHistory() *History {
-	return &History{origin: time.Now()}
+	return &History{origin: time.Now(), refused: make(chan struct{})}
 }
+
+// Refused returns a channel that is closed once the history holds a
+// refused write (an [OpWrite] event with [No]): a fault schedule that must
+// see fencing refuse a stale write can wait for it.
+func (h *History) Refused() <-chan struct{} { return h.refused }
 
 // Now returns the time since the history began, on the monotonic clock.
 func (h *History) Now() time.Duration { return time.Since(h.origin) }
@@ -175,6 +181,13 @@ func (h *History) Add(e Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, e)
+	if e.Op == OpWrite && e.Result == No {
+		select {
+		case <-h.refused:
+		default:
+			close(h.refused)
+		}
+	}
 }
 
 // Fault records a change of the fault schedule, now.
