@@ -216,7 +216,9 @@ type LostReason uint8
 const (
 	// LostGone: a refresh found a key gone (expired or deleted).
 	LostGone LostReason = iota + 1
-	// LostTaken: a refresh found a key held by another token.
+	// LostTaken: a refresh found a key held by another token (a lock,
+	// a write lock or a leadership; permits and read holds are only ever
+	// gone).
 	LostTaken
 	// LostExpired: the lease ran out on the local clock without a
 	// successful refresh, while Redis failed, hung or was unreachable.

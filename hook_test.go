@@ -637,6 +637,39 @@ func TestHookRWMutex(t *testing.T) {
 	}
 }
 
+// A write lock whose key another token took behind its keep-alive's back
+// is lost as "taken", as a lock is (TestHookNotObtainedAndTaken), not as
+// "gone".
+func TestHookWriteLockTaken(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	name := redistest.Key(t, "rw")
+	rec := newRecorder()
+	client := redislock.New(rdb)
+	client.AddHook(rec)
+	ctxA := context.WithValue(context.Background(), who{}, "a")
+	rw := client.RWMutex(name)
+
+	w, err := rw.Lock(ctxA, time.Minute, nil)
+	if err != nil {
+		t.Fatalf("a: Lock: %v", err)
+	}
+	ka, err := w.KeepAlive(600*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("a: KeepAlive: %v", err)
+	}
+	if err := rdb.Set(context.Background(), rwKeys(rw)[rwW], "5:other:0:", time.Minute).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	recv(t, ka.Done(), "a's keep-alive to end after the SET")
+	checkLines(t, "a", withoutKeepAliveRefreshes(rec.of("a")), []string{
+		"obtain-start write [" + name + "] 1m0s",
+		"write attempt 1 obtained blocked=false handedOver=false err=nil",
+		"write obtain-done obtained attempts=1 wait=none handedOver=false lock=true err=nil",
+		"write refresh-done keepAlive=true err=ErrNotObtained",
+		"write lost taken endsHold=true held=true lockLost=true",
+	})
+}
+
 // An election: a is elected and resigns, which elects b, waiting; an admin
 // DEL of the election key loses b's leadership; b's Resign then finds it
 // not held.

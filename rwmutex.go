@@ -385,7 +385,10 @@ func (h *rwHold) refresh(ctx context.Context, ttl time.Duration, opt *Options, r
 	return err
 }
 
-// keepAlive starts the lease's keep-alive with the refresh script run.
+// keepAlive starts the lease's keep-alive with the refresh script run,
+// whose reply is 1 (extended), 0 (gone) or, for the write lock's
+// refresh.lua, -1 (held by another token: reported to hooks as
+// [LostTaken]).
 func (h *rwHold) keepAlive(ttl time.Duration, opt *KeepAliveOptions, run func(ctx context.Context, ms int64) (int64, error)) (*KeepAlive, error) {
 	if h.rw.client == nil {
 		return nil, ErrNilClient
@@ -399,6 +402,8 @@ func (h *rwHold) keepAlive(ttl time.Duration, opt *KeepAliveOptions, run func(ct
 		switch {
 		case err != nil:
 			return err
+		case ok == -1:
+			return errTaken
 		case ok != 1:
 			return lease.ErrNotHeld
 		}
