@@ -41,6 +41,7 @@ type electionWorkload struct {
 	// freezer of worker i+1's client, which a pause freezes.
 	pause    func(r *rand.Rand) time.Duration
 	freezers []*freezer
+	handed   handoverCounter // campaigns that a resign or release handed over
 }
 
 // electionWorkloadStart returns the start of the election workload on the
@@ -62,6 +63,9 @@ func electionWorkloadStart(e *env, kind faultKind, names []string, freezers []*f
 // check checks the election workload's history with chaos.Check.
 func (w *electionWorkload) check(events []chaos.Event) chaos.Report { return chaos.Check(events) }
 
+// handedOver returns how many campaigns a resign or release handed over.
+func (w *electionWorkload) handedOver() int64 { return w.handed.n.Load() }
+
 // electionKeys returns n election names of t, in the hash slot of its lock
 // keys.
 func electionKeys(t *testing.T, n int) []string { return namedKeys(t, "election", n) }
@@ -72,6 +76,7 @@ func (w *electionWorkload) run(clients []client, stop <-chan struct{}) {
 		//nolint:gosec // the workload's choices, no secret
 		rnd := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
 		locker := redislock.New(c.rdb)
+		locker.AddHook(&w.handed)
 		id := i + 1
 		wg.Go(func() {
 			for {

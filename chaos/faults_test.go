@@ -330,6 +330,25 @@ func TestFaults(t *testing.T) {
 	})
 }
 
+// TestFaultsWaitForRelease runs the lock workload with every worker
+// waiting event-driven (WaitForRelease: a release hands the lock to the
+// longest waiter) under every standalone fault kind, at a TTL of a second
+// (long enough for a block: see workload.wait) and runs of at least 4 s,
+// and checks each history as TestFaults does. Its rows in the results
+// table are "wait/<kind>". A run without faults must hand locks over.
+func TestFaultsWaitForRelease(t *testing.T) {
+	t.Parallel()
+	eachRun(t, standaloneKinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
+		sc.ttl, sc.dur = time.Second, max(sc.dur, 4*time.Second)
+		e, p := standaloneEnv(t, "wait/"+kind.name, kind, sc, namedKeys(t, "wait", sc.keys), nil)
+		p.start = waitingLockWorkload(e, kind)
+		runParts(t, e, kind, p)
+		if kind.name == "none" && p.handed == 0 {
+			t.Errorf("wait/none: no obtain was handed over: the workers did not wait event-driven")
+		}
+	})
+}
+
 // standaloneEnv returns the env of one run of a standalone fault kind on a
 // redis-server of its own, and the part (see runParts) of one workload on
 // keys, reported in row, whose workers each have a client of their own
@@ -400,7 +419,9 @@ func (e *env) newClients(netErrs *errCounter, newClient func() redis.UniversalCl
 func newWorker(w *workload, i int, c client) *worker {
 	//nolint:gosec // the workload's choices, no secret
 	rnd := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
-	return &worker{workload: w, id: i + 1, locker: redislock.New(c.rdb), errs: c.errs, rnd: rnd}
+	locker := redislock.New(c.rdb)
+	locker.AddHook(&w.handed)
+	return &worker{workload: w, id: i + 1, locker: locker, errs: c.errs, rnd: rnd}
 }
 
 // runner is a workload as a run drives it: its workers on their clients
@@ -409,6 +430,9 @@ func newWorker(w *workload, i int, c client) *worker {
 type runner interface {
 	run(clients []client, stop <-chan struct{})
 	check(events []chaos.Event) chaos.Report
+	// handedOver returns how many obtains (or campaigns) a release
+	// handed over.
+	handedOver() int64
 }
 
 // part is one workload of a run. Several parts can run at once under one
@@ -421,6 +445,9 @@ type part struct {
 	keys    []string
 	clients []client
 	netErrs errCounter // a hook of every client of the part
+	// handed is how many of the part's obtains a release handed over in
+	// its last run (set by runParts).
+	handed int64
 	// start returns the part's runner, recording into h.
 	start func(h *chaos.History) runner
 }
@@ -443,12 +470,13 @@ func (p *part) owns(e chaos.Event) bool {
 // kind does not allow (see checkReport).
 func runParts(t *testing.T, e *env, kind faultKind, parts ...*part) {
 	t.Helper()
-	reps := runReports(t, e, kind, parts...)
+	reps, handed := runReports(t, e, kind, parts...)
 	for i, p := range parts {
 		rep, netErrs := reps[i], p.netErrs.n.Load()
+		p.handed = handed[i]
 		results.add(p.row, rep, netErrs)
-		t.Logf("%s: %d ops, %d obtains, %d failed, %d network errors, %d overlaps, %d stale writes refused, %d accepted",
-			p.row, rep.Ops, rep.Obtains, rep.Failed, netErrs, rep.Overlaps, rep.StaleRefused, rep.StaleAccepted)
+		t.Logf("%s: %d ops, %d obtains (%d handed over), %d failed, %d network errors, %d overlaps, %d stale writes refused, %d accepted",
+			p.row, rep.Ops, rep.Obtains, p.handed, rep.Failed, netErrs, rep.Overlaps, rep.StaleRefused, rep.StaleAccepted)
 		pk := p.kind
 		pk.name = p.row
 		checkReport(t, pk, rep, netErrs)
@@ -458,8 +486,9 @@ func runParts(t *testing.T, e *env, kind faultKind, parts ...*part) {
 // runReports runs the workloads of parts at once while kind's schedule runs
 // on the test goroutine, heals (e.heal, so that the last releases go
 // through), waits for every worker to finish, and returns the check of
-// each part's share of the history.
-func runReports(t *testing.T, e *env, kind faultKind, parts ...*part) []chaos.Report {
+// each part's share of the history, and how many of each part's obtains a
+// release handed over.
+func runReports(t *testing.T, e *env, kind faultKind, parts ...*part) ([]chaos.Report, []int64) {
 	t.Helper()
 	e.h = chaos.NewHistory()
 	e.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)) //nolint:gosec // the schedule's choices, no secret
@@ -485,7 +514,7 @@ func runReports(t *testing.T, e *env, kind faultKind, parts ...*part) []chaos.Re
 		kind.schedule(e)
 	}()
 	events := e.h.Events()
-	reps := make([]chaos.Report, len(parts))
+	reps, handed := make([]chaos.Report, len(parts)), make([]int64, len(parts))
 	for i, p := range parts {
 		var own []chaos.Event
 		for _, ev := range events {
@@ -494,32 +523,47 @@ func runReports(t *testing.T, e *env, kind faultKind, parts ...*part) []chaos.Re
 			}
 		}
 		reps[i] = runners[i].check(own)
+		handed[i] = runners[i].handedOver()
 	}
-	return reps
+	return reps, handed
 }
 
 // lockWorkload returns the start of the lock workload (see workload) on
 // e.keys under kind.
 func lockWorkload(e *env, kind faultKind) func(h *chaos.History) runner {
+	return func(h *chaos.History) runner { return newLockWorkload(e, kind, h) }
+}
+
+// waitingLockWorkload is lockWorkload with every worker waiting
+// event-driven (see workload.wait).
+func waitingLockWorkload(e *env, kind faultKind) func(h *chaos.History) runner {
 	return func(h *chaos.History) runner {
-		w := &workload{
-			h:       h,
-			store:   chaos.NewStore(h),
-			keys:    e.keys,
-			ttl:     e.sc.ttl,
-			writes:  4,
-			work:    e.sc.ttl / 20,
-			options: kind.options,
-			believe: kind.believe,
-		}
-		if kind.pause != nil {
-			w.pause = kind.pause(e.sc)
-		}
-		if kind.work > 0 {
-			w.work = kind.work
-		}
+		w := newLockWorkload(e, kind, h)
+		w.wait = true
 		return w
 	}
+}
+
+// newLockWorkload returns the lock workload on e.keys under kind,
+// recording into h.
+func newLockWorkload(e *env, kind faultKind, h *chaos.History) *workload {
+	w := &workload{
+		h:       h,
+		store:   chaos.NewStore(h),
+		keys:    e.keys,
+		ttl:     e.sc.ttl,
+		writes:  4,
+		work:    e.sc.ttl / 20,
+		options: kind.options,
+		believe: kind.believe,
+	}
+	if kind.pause != nil {
+		w.pause = kind.pause(e.sc)
+	}
+	if kind.work > 0 {
+		w.work = kind.work
+	}
+	return w
 }
 
 // The checker is only worth something if it catches an unsafe client on a
@@ -534,7 +578,8 @@ func TestFaultsCatchUnsafeClient(t *testing.T) {
 	kind := faultKind{name: "unsafe", believe: 4 * sc.ttl, work: sc.ttl / 2, schedule: func(e *env) { e.hold(e.sc.dur) }}
 	p := &part{row: kind.name, kind: kind, keys: e.keys, start: lockWorkload(e, kind)}
 	p.clients = e.newClients(&p.netErrs, func() redis.UniversalClient { return redis.NewClient(clientOptions(srv.Addr(), sc.ttl)) })
-	rep := runReports(t, e, kind, p)[0]
+	reps, _ := runReports(t, e, kind, p)
+	rep := reps[0]
 	t.Logf("unsafe client: %d obtains, %d overlaps, %d obtained while held, %d honest writes refused",
 		rep.Obtains, rep.Overlaps, rep.ObtainedWhileHeld, rep.HonestRefused)
 	if rep.Overlaps == 0 || rep.ObtainedWhileHeld == 0 || rep.HonestRefused == 0 {

@@ -53,7 +53,7 @@ func (w *rwWorkload) cycle(wk *worker, stop <-chan struct{}) {
 	key := w.keys[wk.rnd.IntN(len(w.keys))]
 	write := wk.rnd.IntN(4) == 0
 	rw := wk.locker.RWMutex(key)
-	opt := redislock.Options{FenceKey: fenceOf(key), RetryStrategy: redislock.LinearBackoff(w.ttl / 10)}
+	opt := redislock.Options{FenceKey: fenceOf(key), RetryStrategy: wk.strategy()}
 	ctx, cancel := context.WithTimeout(context.Background(), w.ttl)
 	start := h.Now()
 	var handle rwHandle

@@ -104,7 +104,8 @@ func TestFaultsSemaphoreCatchBlindSlots(t *testing.T) {
 		r.(*semWorkload).blindSlots = true
 		return r
 	}
-	rep := runReports(t, e, kind, p)[0]
+	reps, _ := runReports(t, e, kind, p)
+	rep := reps[0]
 	t.Logf("blind slots: %d acquisitions, %d over the limit, %d valid holders' writes refused", rep.Obtains, rep.Overlaps, rep.HonestRefused)
 	if rep.HonestRefused == 0 {
 		t.Errorf("the checker missed valid holders' slots taken over: %+v", rep)
@@ -127,7 +128,7 @@ func (w *worker) semCycle(stop <-chan struct{}) {
 	}
 	opt.MinReplicas = 0 // not a semaphore's option
 	opt.FenceKey = fenceOf(key)
-	opt.RetryStrategy = redislock.LinearBackoff(w.ttl / 10)
+	opt.RetryStrategy = w.strategy()
 
 	sem := w.locker.Semaphore(key, semLimit)
 	ctx, cancel := context.WithTimeout(context.Background(), w.ttl)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redislock/redislock"
@@ -45,6 +46,13 @@ type workload struct {
 	// that the checker catches it: a holder claims a slot as if no other
 	// permit were live (see worker.claim).
 	blindSlots bool
+	// wait makes every worker wait event-driven, handed the lock over by
+	// the releases (WaitForRelease); otherwise workers poll every tenth of
+	// a TTL. A TTL under 500 ms polls anyway (a block lasts at most half
+	// the TTL, and 250 ms at least).
+	wait bool
+	// handed counts the obtains that a release handed over.
+	handed handoverCounter
 }
 
 // fenceOf returns the fence key of a lock key "{tag}:lock": "{tag}:fence",
@@ -53,6 +61,31 @@ func fenceOf(key string) string { return key + ":fence" }
 
 // check checks the lock workload's history with chaos.Check.
 func (w *workload) check(events []chaos.Event) chaos.Report { return chaos.Check(events) }
+
+// handedOver returns how many obtains a release handed over.
+func (w *workload) handedOver() int64 { return w.handed.n.Load() }
+
+// strategy returns how the worker waits for a lock (see workload.wait).
+func (w *worker) strategy() redislock.RetryStrategy {
+	if w.wait {
+		return redislock.WaitForRelease(nil)
+	}
+	return redislock.LinearBackoff(w.ttl / 10)
+}
+
+// handoverCounter is a redislock hook that counts the obtains that a
+// release handed over ([redislock.ObtainEvent.HandedOver]).
+type handoverCounter struct {
+	redislock.NopHook
+	n atomic.Int64
+}
+
+// ObtainDone counts e when a release handed it over.
+func (c *handoverCounter) ObtainDone(_ context.Context, e redislock.ObtainEvent) {
+	if e.HandedOver {
+		c.n.Add(1)
+	}
+}
 
 // run runs one worker per client until stop is closed, then returns once
 // every worker has finished its current cycle (released its lock).
@@ -95,7 +128,7 @@ func (w *worker) cycle(stop <-chan struct{}) {
 		opt = w.options()
 	}
 	opt.FenceKey = fenceOf(key)
-	opt.RetryStrategy = redislock.LinearBackoff(w.ttl / 10)
+	opt.RetryStrategy = w.strategy()
 
 	// Waiting for the lock ends after a TTL.
 	ctx, cancel := context.WithTimeout(context.Background(), w.ttl)
