@@ -6,9 +6,9 @@
 // [CheckRW], [Store]); its tests drive real redis-server processes through
 // an in-process toxiproxy (latency, stalls, replies lost after the command
 // ran, resets, partitions) and through server restarts, Sentinel and
-// Cluster failovers and client pauses, with workloads of locks (polling,
-// and every worker waiting with WaitForRelease), semaphores, read-write
-// locks and leader elections, then check each history. It is its own module, so that toxiproxy
+// Cluster failovers and client pauses, with workloads of locks,
+// semaphores and read-write locks (polling, and with every worker waiting
+// with WaitForRelease) and of leader elections, then check each history. It is its own module, so that toxiproxy
 // and its dependencies never reach the library's go.mod.
 //
 // `make test` runs a short schedule of every fault kind; `make chaos` runs

@@ -79,6 +79,7 @@ type env struct {
 	sentinel *redistest.Sentinel
 	cluster  *redistest.Cluster
 	keys     []string
+	wait     bool // the workloads' workers wait with WaitForRelease (see workload.wait)
 }
 
 // running reports whether the run is still within its length.
@@ -330,23 +331,41 @@ func TestFaults(t *testing.T) {
 	})
 }
 
-// TestFaultsWaitForRelease runs the lock workload with every worker
-// waiting event-driven (WaitForRelease: a release hands the lock to the
-// longest waiter) under every standalone fault kind, at a TTL of a second
-// (long enough for a block: see workload.wait) and runs of at least 4 s,
-// and checks each history as TestFaults does. Its rows in the results
-// table are "wait/<kind>". A run without faults must hand locks over.
+// TestFaultsWaitForRelease runs the lock, semaphore and RW workloads with
+// every worker waiting event-driven (WaitForRelease: a release hands the
+// lock, permit or hold to the longest waiter) under every standalone fault
+// kind, at a TTL of a second (long enough for a block: see workload.wait)
+// and runs of at least 4 s, and checks each history as TestFaults,
+// TestFaultsSemaphore and TestFaultsRWMutex do. Its rows in the results
+// table are "wait/<kind>", "semaphore-wait/<kind>" and "rw-wait/<kind>". A
+// run without faults must hand over.
 func TestFaultsWaitForRelease(t *testing.T) {
 	t.Parallel()
-	eachRun(t, standaloneKinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
-		sc.ttl, sc.dur = time.Second, max(sc.dur, 4*time.Second)
-		e, p := standaloneEnv(t, "wait/"+kind.name, kind, sc, namedKeys(t, "wait", sc.keys), nil)
-		p.start = waitingLockWorkload(e, kind)
-		runParts(t, e, kind, p)
-		if kind.name == "none" && p.handed == 0 {
-			t.Errorf("wait/none: no obtain was handed over: the workers did not wait event-driven")
-		}
-	})
+	workloads := []struct {
+		row   string
+		keys  func(t *testing.T, n int) []string
+		start func(e *env, kind faultKind, keys []string) func(h *chaos.History) runner
+	}{
+		{"wait", lockKeys, func(e *env, kind faultKind, _ []string) func(h *chaos.History) runner { return lockWorkload(e, kind) }},
+		{"semaphore-wait", semKeys, semaphoreWorkload},
+		{"rw-wait", rwKeys, rwMutexWorkload},
+	}
+	for _, wl := range workloads {
+		t.Run(wl.row, func(t *testing.T) {
+			t.Parallel()
+			eachRun(t, standaloneKinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
+				sc.ttl, sc.dur = time.Second, max(sc.dur, 4*time.Second)
+				keys := wl.keys(t, sc.keys)
+				e, p := standaloneEnv(t, wl.row+"/"+kind.name, kind, sc, keys, nil)
+				e.wait = true
+				p.start = wl.start(e, kind, keys)
+				runParts(t, e, kind, p)
+				if kind.name == "none" && p.handed == 0 {
+					t.Errorf("%s/none: nothing was handed over: the workers did not wait event-driven", wl.row)
+				}
+			})
+		})
+	}
 }
 
 // standaloneEnv returns the env of one run of a standalone fault kind on a
@@ -534,16 +553,6 @@ func lockWorkload(e *env, kind faultKind) func(h *chaos.History) runner {
 	return func(h *chaos.History) runner { return newLockWorkload(e, kind, h) }
 }
 
-// waitingLockWorkload is lockWorkload with every worker waiting
-// event-driven (see workload.wait).
-func waitingLockWorkload(e *env, kind faultKind) func(h *chaos.History) runner {
-	return func(h *chaos.History) runner {
-		w := newLockWorkload(e, kind, h)
-		w.wait = true
-		return w
-	}
-}
-
 // newLockWorkload returns the lock workload on e.keys under kind,
 // recording into h.
 func newLockWorkload(e *env, kind faultKind, h *chaos.History) *workload {
@@ -556,6 +565,7 @@ func newLockWorkload(e *env, kind faultKind, h *chaos.History) *workload {
 		work:    e.sc.ttl / 20,
 		options: kind.options,
 		believe: kind.believe,
+		wait:    e.wait,
 	}
 	if kind.pause != nil {
 		w.pause = kind.pause(e.sc)

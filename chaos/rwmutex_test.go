@@ -190,6 +190,7 @@ func rwMutexWorkload(e *env, kind faultKind, keys []string) func(h *chaos.Histor
 			ttl:    e.sc.ttl,
 			writes: 4,
 			work:   e.sc.ttl / 20,
+			wait:   e.wait,
 		}, reads: map[int]bool{}}
 		if kind.pause != nil {
 			w.pause = kind.pause(e.sc)

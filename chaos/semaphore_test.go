@@ -36,7 +36,7 @@ type semWorkload struct{ *workload }
 // under kind.
 func semaphoreWorkload(e *env, kind faultKind, keys []string) func(h *chaos.History) runner {
 	return func(h *chaos.History) runner {
-		w := &workload{h: h, store: chaos.NewStore(h), keys: keys, ttl: e.sc.ttl, writes: 4, vary: true, work: e.sc.ttl / 20}
+		w := &workload{h: h, store: chaos.NewStore(h), keys: keys, ttl: e.sc.ttl, writes: 4, vary: true, work: e.sc.ttl / 20, wait: e.wait}
 		if kind.pause != nil {
 			w.pause = kind.pause(e.sc)
 		}
