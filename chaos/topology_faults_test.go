@@ -101,10 +101,10 @@ func TestFaultsSentinel(t *testing.T) {
 		if n > 0 {
 			waitReplicaInSync(e)
 		}
-		runParts(t, e, kind, topologyParts(t, e, kind, func() redis.UniversalClient {
+		runParts(t, e, kind, topologyParts(t, e, kind, func(ttl time.Duration) redis.UniversalClient {
 			o := s.Options()
 			o.Protocol, o.DisableIdentity = 2, true
-			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
+			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = ttl/2, ttl/2, ttl/2
 			o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize = true, 1, 4
 			return redis.NewFailoverClient(o)
 		})...)
@@ -113,14 +113,19 @@ func TestFaultsSentinel(t *testing.T) {
 
 // topologyParts returns the workloads of one run of a Sentinel or Cluster
 // fault kind, which run at once under its schedule, each on clients of its
-// own made by newClient and on keys of its own, all in the hash slot of
-// e.keys (the slot whose master the Cluster kinds fail over): the lock
-// workload on e.keys (row "<kind>"), and, unless the kind sets Options
-// (MinReplicas, which only locks take), the semaphore, RW and election
-// workloads (rows "semaphore/<kind>", "rw/<kind>", "election/<kind>").
-func topologyParts(t *testing.T, e *env, kind faultKind, newClient func() redis.UniversalClient) []*part {
+// own made by newClient (with timeouts of half the workload's TTL) and on
+// keys of its own, all in the hash slot of e.keys (the slot whose master
+// the Cluster kinds fail over): the lock workload on e.keys (row
+// "<kind>"), and, unless the kind sets Options (MinReplicas, which only
+// locks take), the semaphore, RW and election workloads (rows
+// "semaphore/<kind>", "rw/<kind>", "election/<kind>"), and the lock,
+// semaphore and RW workloads again with every worker waiting with
+// WaitForRelease, at a TTL of a second (rows "wait/<kind>",
+// "semaphore-wait/<kind>", "rw-wait/<kind>"; see TestFaultsWaitForRelease).
+func topologyParts(t *testing.T, e *env, kind faultKind, newClient func(ttl time.Duration) redis.UniversalClient) []*part {
 	n := e.sc.keys
 	parts := []*part{{row: kind.name, kind: kind, keys: e.keys, start: lockWorkload(e, kind)}}
+	var waiting []*part
 	if kind.options == nil {
 		sem, rw, el := semKeys(t, n), rwKeys(t, n), electionKeys(t, n)
 		parts = append(parts,
@@ -128,11 +133,22 @@ func topologyParts(t *testing.T, e *env, kind faultKind, newClient func() redis.
 			&part{row: "rw/" + kind.name, kind: kind, keys: rw, start: rwMutexWorkload(e, kind, rw)},
 			&part{row: "election/" + kind.name, kind: kind, keys: el, start: electionWorkloadStart(e, kind, el, nil)},
 		)
+		we := *e
+		we.sc.ttl, we.wait, we.keys = time.Second, true, namedKeys(t, "wait", n)
+		wsem, wrw := namedKeys(t, "semwait", n), namedKeys(t, "rwwait", n)
+		waiting = []*part{
+			{row: "wait/" + kind.name, kind: kind, keys: we.keys, start: lockWorkload(&we, kind)},
+			{row: "semaphore-wait/" + kind.name, kind: kind, keys: wsem, start: semaphoreWorkload(&we, kind, wsem)},
+			{row: "rw-wait/" + kind.name, kind: kind, keys: wrw, start: rwMutexWorkload(&we, kind, wrw)},
+		}
 	}
 	for _, p := range parts {
-		p.clients = e.newClients(&p.netErrs, newClient)
+		p.clients = e.newClients(&p.netErrs, func() redis.UniversalClient { return newClient(e.sc.ttl) })
 	}
-	return parts
+	for _, p := range waiting {
+		p.clients = e.newClients(&p.netErrs, func() redis.UniversalClient { return newClient(time.Second) })
+	}
+	return append(parts, waiting...)
 }
 
 // clusterKinds are failovers of the master of the locks' hash slot in a
@@ -192,10 +208,10 @@ func TestFaultsCluster(t *testing.T) {
 	newCluster := func(t *testing.T) *redistest.Cluster { return redistest.NewCluster(t, redistest.Redis) }
 	eachRun(t, clusterKinds, newCluster, func(t *testing.T, kind faultKind, sc scale, c *redistest.Cluster, _ int) {
 		e := &env{t: t, sc: sc, cluster: c, keys: lockKeys(t, sc.keys)}
-		runParts(t, e, kind, topologyParts(t, e, kind, func() redis.UniversalClient {
+		runParts(t, e, kind, topologyParts(t, e, kind, func(ttl time.Duration) redis.UniversalClient {
 			o := c.Options()
 			o.Protocol, o.DisableIdentity = 2, true
-			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = sc.ttl/2, sc.ttl/2, sc.ttl/2
+			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = ttl/2, ttl/2, ttl/2
 			o.ContextTimeoutEnabled, o.PoolSize = true, 4
 			return redis.NewClusterClient(o)
 		})...)
