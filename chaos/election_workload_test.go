@@ -224,17 +224,32 @@ func idle(stop <-chan struct{}, d time.Duration) {
 // fault kind, each against a redis-server of its own with each worker
 // behind a proxy of its own, and checks each history as TestFaults does.
 // Its rows are "election/<kind>". The Sentinel and Cluster kinds run it in
-// TestFaultsSentinel and TestFaultsCluster.
+// TestFaultsSentinel and TestFaultsCluster. Campaigns wait with
+// WaitForRelease, which at the 200 ms TTL of these runs polls (see
+// workload.wait); TestFaultsWaitForRelease runs it at a TTL that blocks.
 func TestElectionFaults(t *testing.T) {
 	t.Parallel()
+	electionFaults(t, "election", false)
+}
+
+// electionFaults runs the election workload under every standalone fault
+// kind in rows "<row>/<kind>"; with waiting, at the scale of waitScale,
+// and a run without faults must hand a leadership over.
+func electionFaults(t *testing.T, row string, waiting bool) {
 	eachRun(t, standaloneKinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
+		if waiting {
+			waitScale(&sc)
+		}
 		names := electionKeys(t, sc.keys)
 		freezers := make([]*freezer, sc.workers)
 		for i := range freezers {
 			freezers[i] = &freezer{}
 		}
-		e, p := standaloneEnv(t, "election/"+kind.name, kind, sc, names, func(i int) redis.Hook { return freezers[i] })
+		e, p := standaloneEnv(t, row+"/"+kind.name, kind, sc, names, func(i int) redis.Hook { return freezers[i] })
 		p.start = electionWorkloadStart(e, kind, names, freezers)
 		runParts(t, e, kind, p)
+		if waiting {
+			checkHandedOver(t, kind, p)
+		}
 	})
 }

@@ -333,12 +333,13 @@ func TestFaults(t *testing.T) {
 
 // TestFaultsWaitForRelease runs the lock, semaphore and RW workloads with
 // every worker waiting event-driven (WaitForRelease: a release hands the
-// lock, permit or hold to the longest waiter) under every standalone fault
-// kind, at a TTL of a second (long enough for a block: see workload.wait)
-// and runs of at least 4 s, and checks each history as TestFaults,
-// TestFaultsSemaphore and TestFaultsRWMutex do. Its rows in the results
-// table are "wait/<kind>", "semaphore-wait/<kind>" and "rw-wait/<kind>". A
-// run without faults must hand over.
+// lock, permit or hold to the longest waiter), and the election workload,
+// under every standalone fault kind, at the scale of waitScale (a TTL long
+// enough for a block: see workload.wait), and checks each history as
+// TestFaults, TestFaultsSemaphore, TestFaultsRWMutex and TestElectionFaults
+// do. Its rows in the results table are "wait/<kind>",
+// "semaphore-wait/<kind>", "rw-wait/<kind>" and "election-wait/<kind>". A
+// run without faults must hand over (checkHandedOver).
 func TestFaultsWaitForRelease(t *testing.T) {
 	t.Parallel()
 	workloads := []struct {
@@ -354,17 +355,34 @@ func TestFaultsWaitForRelease(t *testing.T) {
 		t.Run(wl.row, func(t *testing.T) {
 			t.Parallel()
 			eachRun(t, standaloneKinds, func(*testing.T) struct{} { return struct{}{} }, func(t *testing.T, kind faultKind, sc scale, _ struct{}, _ int) {
-				sc.ttl, sc.dur = time.Second, max(sc.dur, 4*time.Second)
+				waitScale(&sc)
 				keys := wl.keys(t, sc.keys)
 				e, p := standaloneEnv(t, wl.row+"/"+kind.name, kind, sc, keys, nil)
 				e.wait = true
 				p.start = wl.start(e, kind, keys)
 				runParts(t, e, kind, p)
-				if kind.name == "none" && p.handed == 0 {
-					t.Errorf("%s/none: nothing was handed over: the workers did not wait event-driven", wl.row)
-				}
+				checkHandedOver(t, kind, p)
 			})
 		})
+	}
+	t.Run("election-wait", func(t *testing.T) {
+		t.Parallel()
+		electionFaults(t, "election-wait", true)
+	})
+}
+
+// waitScale makes sc the scale of a run whose workers block on Redis while
+// they wait (see workload.wait): a TTL of a second, and runs of at least
+// 4 s, so that a run has cycles enough at that TTL.
+func waitScale(sc *scale) { sc.ttl, sc.dur = time.Second, max(sc.dur, 4*time.Second) }
+
+// checkHandedOver fails a run without faults (kind "none") of part p in
+// which no release handed anything over: its workers did not wait
+// event-driven.
+func checkHandedOver(t *testing.T, kind faultKind, p *part) {
+	t.Helper()
+	if kind.name == "none" && p.handed == 0 {
+		t.Errorf("%s: nothing was handed over: the workers did not wait event-driven", p.row)
 	}
 }
 

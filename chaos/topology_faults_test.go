@@ -120,8 +120,9 @@ func TestFaultsSentinel(t *testing.T) {
 // locks take), the semaphore, RW and election workloads (rows
 // "semaphore/<kind>", "rw/<kind>", "election/<kind>"), and the lock,
 // semaphore and RW workloads again with every worker waiting with
-// WaitForRelease, at a TTL of a second (rows "wait/<kind>",
-// "semaphore-wait/<kind>", "rw-wait/<kind>"; see TestFaultsWaitForRelease).
+// WaitForRelease, and the election workload again, at the TTL of waitScale
+// (rows "wait/<kind>", "semaphore-wait/<kind>", "rw-wait/<kind>",
+// "election-wait/<kind>"; see TestFaultsWaitForRelease).
 func topologyParts(t *testing.T, e *env, kind faultKind, newClient func(ttl time.Duration) redis.UniversalClient) []*part {
 	n := e.sc.keys
 	parts := []*part{{row: kind.name, kind: kind, keys: e.keys, start: lockWorkload(e, kind)}}
@@ -134,12 +135,14 @@ func topologyParts(t *testing.T, e *env, kind faultKind, newClient func(ttl time
 			&part{row: "election/" + kind.name, kind: kind, keys: el, start: electionWorkloadStart(e, kind, el, nil)},
 		)
 		we := *e
-		we.sc.ttl, we.wait, we.keys = time.Second, true, namedKeys(t, "wait", n)
-		wsem, wrw := namedKeys(t, "semwait", n), namedKeys(t, "rwwait", n)
+		we.wait, we.keys = true, namedKeys(t, "wait", n)
+		waitScale(&we.sc)
+		wsem, wrw, wel := namedKeys(t, "semwait", n), namedKeys(t, "rwwait", n), namedKeys(t, "electionwait", n)
 		waiting = []*part{
 			{row: "wait/" + kind.name, kind: kind, keys: we.keys, start: lockWorkload(&we, kind)},
 			{row: "semaphore-wait/" + kind.name, kind: kind, keys: wsem, start: semaphoreWorkload(&we, kind, wsem)},
 			{row: "rw-wait/" + kind.name, kind: kind, keys: wrw, start: rwMutexWorkload(&we, kind, wrw)},
+			{row: "election-wait/" + kind.name, kind: kind, keys: wel, start: electionWorkloadStart(&we, kind, wel, nil)},
 		}
 	}
 	for _, p := range parts {
