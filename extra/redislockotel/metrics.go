@@ -47,8 +47,11 @@ type metricsHook struct {
 	acquire metric.Float64Histogram
 	hold    metric.Float64Histogram
 	lost    metric.Int64Counter
-	held    metric.Int64UpDownCounter
-	waiting metric.Int64UpDownCounter
+	// held and waiting are observed at each collection (observe) from the
+	// series' counts, which the hook keeps with atomic adds: far cheaper
+	// per call than a synchronous instrument's Add.
+	held    metric.Int64ObservableUpDownCounter
+	waiting metric.Int64ObservableUpDownCounter
 
 	byKind [8]atomic.Pointer[series] // without a key-name function, by kind
 	named  sync.Map                  // seriesKey → *series, with one
@@ -70,10 +73,12 @@ const (
 // and passes a slice made once too (a variadic argument made at each
 // call would be an allocation).
 type series struct {
-	base    []metric.AddOption
+	base    []metric.ObserveOption
 	acquire [3][3][]metric.RecordOption // by outcome and wait, from 1
 	hold    [len(ends)][]metric.RecordOption
 	lost    [5][]metric.AddOption // by reason, from 1
+
+	held, waiting atomic.Int64 // the handles held and the calls waiting, observed by metricsHook.observe
 }
 
 func newSeries(cfg *config, kind redislock.Kind, name string) *series {
@@ -83,7 +88,7 @@ func newSeries(cfg *config, kind redislock.Kind, name string) *series {
 	}
 	add := func(kvs ...attribute.KeyValue) []metric.AddOption { return []metric.AddOption{with(kvs...)} }
 	record := func(kvs ...attribute.KeyValue) []metric.RecordOption { return []metric.RecordOption{with(kvs...)} }
-	s := &series{base: add()}
+	s := &series{base: []metric.ObserveOption{with()}}
 	for o := range s.acquire {
 		for w := range s.acquire[o] {
 			s.acquire[o][w] = record(attrOutcome.String(redislock.Outcome(o+1).String()), attrWait.String(redislock.WaitMode(w+1).String()))
@@ -113,16 +118,38 @@ func newMetricsHook(cfg *config) (*metricsHook, error) {
 	h.lost, e = m.Int64Counter("redislock.lost", metric.WithUnit("{lock}"),
 		metric.WithDescription("Handles that a keep-alive lost, by reason."))
 	err = errors.Join(err, e)
-	h.held, e = m.Int64UpDownCounter("redislock.held", metric.WithUnit("{lock}"),
+	h.held, e = m.Int64ObservableUpDownCounter("redislock.held", metric.WithUnit("{lock}"),
 		metric.WithDescription("Handles obtained and not yet released or lost."))
 	err = errors.Join(err, e)
-	h.waiting, e = m.Int64UpDownCounter("redislock.waiting", metric.WithUnit("{call}"),
+	h.waiting, e = m.Int64ObservableUpDownCounter("redislock.waiting", metric.WithUnit("{call}"),
 		metric.WithDescription("Obtain calls in progress."))
 	err = errors.Join(err, e)
 	if err != nil {
 		return nil, err
 	}
+	if _, err := m.RegisterCallback(h.observe, h.held, h.waiting); err != nil {
+		return nil, err
+	}
 	return h, nil
+}
+
+// observe reports the held and waiting counts of every series, at each
+// collection.
+func (h *metricsHook) observe(_ context.Context, o metric.Observer) error {
+	each := func(s *series) {
+		o.ObserveInt64(h.held, s.held.Load(), s.base...)
+		o.ObserveInt64(h.waiting, s.waiting.Load(), s.base...)
+	}
+	for i := range h.byKind {
+		if s := h.byKind[i].Load(); s != nil {
+			each(s)
+		}
+	}
+	h.named.Range(func(_, s any) bool {
+		each(s.(*series))
+		return true
+	})
+	return nil
 }
 
 // series returns the series of a handle of kind with keys.
@@ -144,19 +171,19 @@ func (h *metricsHook) series(kind redislock.Kind, keys []string) *series {
 }
 
 func (h *metricsHook) ObtainStart(ctx context.Context, e redislock.ObtainEvent) context.Context {
-	h.waiting.Add(ctx, 1, h.series(e.Kind, e.Keys).base...)
+	h.series(e.Kind, e.Keys).waiting.Add(1)
 	return ctx
 }
 
 func (h *metricsHook) ObtainDone(ctx context.Context, e redislock.ObtainEvent) {
 	s := h.series(e.Kind, e.Keys)
-	h.waiting.Add(ctx, -1, s.base...)
+	s.waiting.Add(-1)
 	o, w := int(e.Outcome)-1, int(e.Wait)-1
 	if o >= 0 && o < len(s.acquire) && w >= 0 && w < len(s.acquire[o]) {
 		h.acquire.Record(ctx, e.Duration.Seconds(), s.acquire[o][w]...)
 	}
 	if e.Outcome == redislock.OutcomeObtained {
-		h.held.Add(ctx, 1, s.base...)
+		s.held.Add(1)
 	}
 }
 
@@ -165,7 +192,7 @@ func (h *metricsHook) ReleaseDone(ctx context.Context, e redislock.ReleaseEvent)
 		return
 	}
 	s := h.series(e.Kind, e.Keys)
-	h.held.Add(ctx, -1, s.base...)
+	s.held.Add(-1)
 	end := endReleased
 	switch {
 	case errors.Is(e.Err, redislock.ErrLockNotHeld):
@@ -185,7 +212,7 @@ func (h *metricsHook) Lost(e redislock.LostEvent) {
 		h.lost.Add(ctx, 1, s.lost[r]...)
 	}
 	if e.EndsHold {
-		h.held.Add(ctx, -1, s.base...)
+		s.held.Add(-1)
 		h.hold.Record(ctx, e.Held.Seconds(), s.hold[endLost]...)
 	}
 }

@@ -9,8 +9,8 @@
 //	redislock.acquire.duration  histogram, s   obtain calls: redislock.outcome, redislock.wait
 //	redislock.hold.duration     histogram, s   from obtain to release or loss: redislock.end
 //	redislock.lost              counter        handles a keep-alive lost: redislock.reason
-//	redislock.held              up-down        handles obtained and not yet released or lost
-//	redislock.waiting           up-down        obtain calls in progress
+//	redislock.held              up-down        handles obtained and not yet released or lost (observed at collection)
+//	redislock.waiting           up-down        obtain calls in progress (observed at collection)
 //
 // Every point also has redislock.kind, the primitive ("lock", "semaphore"
 // for permits, "read" and "write" for an RWMutex's holds, "election" for
