@@ -7,9 +7,9 @@
 // an in-process toxiproxy (latency, stalls, replies lost after the command
 // ran, resets, partitions) and through server restarts, Sentinel and
 // Cluster failovers and client pauses, with workloads of locks,
-// semaphores, read-write locks and leader elections, polling and (at a
-// TTL long enough for a block) waiting with WaitForRelease, then check
-// each history. It is its own module, so that toxiproxy
+// semaphores, read-write locks and leader elections, polling and (on
+// clients whose read timeout leaves room for a block) waiting with
+// WaitForRelease, then check each history. It is its own module, so that toxiproxy
 // and its dependencies never reach the library's go.mod.
 //
 // `make test` runs a short schedule of every fault kind; `make chaos` runs

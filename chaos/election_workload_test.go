@@ -225,8 +225,9 @@ func idle(stop <-chan struct{}, d time.Duration) {
 // behind a proxy of its own, and checks each history as TestFaults does.
 // Its rows are "election/<kind>". The Sentinel and Cluster kinds run it in
 // TestFaultsSentinel and TestFaultsCluster. Campaigns wait with
-// WaitForRelease, which at the 200 ms TTL of these runs polls (see
-// workload.wait); TestFaultsWaitForRelease runs it at a TTL that blocks.
+// WaitForRelease, which polls on these runs' clients (their ReadTimeout,
+// half the 200 ms TTL, is too short for a block: see workload.wait);
+// TestFaultsWaitForRelease runs it at a TTL whose clients block.
 func TestElectionFaults(t *testing.T) {
 	t.Parallel()
 	electionFaults(t, "election", false)

@@ -372,8 +372,9 @@ func TestFaultsWaitForRelease(t *testing.T) {
 }
 
 // waitScale makes sc the scale of a run whose workers block on Redis while
-// they wait (see workload.wait): a TTL of a second, and runs of at least
-// 4 s, so that a run has cycles enough at that TTL.
+// they wait: a TTL of a second, so that the clients' ReadTimeout (half
+// the TTL) leaves room for a block (see workload.wait), and runs of at
+// least 4 s, so that a run has cycles enough at that TTL.
 func waitScale(sc *scale) { sc.ttl, sc.dur = time.Second, max(sc.dur, 4*time.Second) }
 
 // checkHandedOver fails a run without faults (kind "none") of part p in

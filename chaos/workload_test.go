@@ -48,8 +48,10 @@ type workload struct {
 	blindSlots bool
 	// wait makes every worker wait event-driven, handed the lock over by
 	// the releases (WaitForRelease); otherwise workers poll every tenth of
-	// a TTL. A TTL under 500 ms polls anyway (a block lasts at most half
-	// the TTL, and 250 ms at least).
+	// a TTL. The workers' clients time reads out at half the TTL
+	// (clientOptions): below a TTL of about 900 ms that ReadTimeout is too
+	// short for a block (250 ms at least, plus a server tick and 100 ms of
+	// margin), and WaitForRelease polls instead (see its doc).
 	wait bool
 	// handed counts the obtains that a release handed over.
 	handed handoverCounter
