@@ -137,7 +137,7 @@ func libraries() []library {
 		},
 		{
 			Name: "rueidislock", Module: "github.com/redis/rueidis", Client: "rueidis (its own client)",
-			Waiting: "WithContext (waits for client-side-caching invalidations)",
+			Waiting: "WithContext (waits for client-side-caching invalidations), called again after 1 s without one",
 			Connect: newRueidisConn,
 		},
 	}
@@ -545,13 +545,40 @@ func (c rueidisConn) Refresh(ctx context.Context, key string) (func(context.Cont
 	return nil, release, err
 }
 
+// rueidisRewait bounds one WithContext call of rueidisConn.Wait.
+const rueidisRewait = time.Second
+
+// Wait waits with WithContext, which returns only on an invalidation of
+// the key (or when its context ends). A release whose invalidation the
+// waiter misses (seen in CI: TestLibraries's waiter made one attempt and
+// waited until its 10 s deadline) would stall it for good: each call
+// gets rueidisRewait, then Wait calls again, as the other libraries' waits
+// are called again when they give up. The lock's context is the call's
+// (rueidislock releases the lock when it ends), so a call's context is
+// cancelled only when that call has not obtained; a lock obtained as its
+// call's time ran out is released, and Wait calls again.
 func (c rueidisConn) Wait(key string, _ *atomic.Int64) contention.ObtainFunc {
 	return func(ctx context.Context) (func(context.Context) error, error) {
-		_, cancel, err := c.locker.WithContext(ctx, key)
-		if err != nil {
-			return nil, err
+		for {
+			call, stop := context.WithCancel(ctx)
+			timer := time.AfterFunc(rueidisRewait, stop)
+			_, cancel, err := c.locker.WithContext(call, key)
+			inTime := timer.Stop()
+			switch {
+			case err == nil && inTime:
+				return func(ctx context.Context) error {
+					err := released(cancel)(ctx)
+					stop()
+					return err
+				}, nil
+			case err == nil:
+				cancel() // obtained as its call ended: released already
+			case ctx.Err() != nil || inTime:
+				stop()
+				return nil, err
+			}
+			stop()
 		}
-		return released(cancel), nil
 	}
 }
 
