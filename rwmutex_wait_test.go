@@ -268,10 +268,11 @@ func rwWritersInOrder(t *testing.T, env *waitEnv, shared bool) (order []int, reb
 		t.Fatalf("RLock: %v", err)
 	}
 	var (
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-		one      = env.newClient(clientName("shared"))
-		counters []*waitCounter
+		mu         sync.Mutex
+		wg         sync.WaitGroup
+		sharedName = clientName("shared")
+		one        = env.newClient(sharedName)
+		counters   []*waitCounter
 	)
 	for i := range 4 {
 		cname := clientName("writer")
@@ -298,8 +299,14 @@ func rwWritersInOrder(t *testing.T, env *waitEnv, shared bool) (order []int, reb
 			}
 		})
 		waitUntil(t, fmt.Sprintf("writer %d to register", i), func() bool { return zcard(env.admin, rwKeys(rw)[rwWQ]) == int64(i+1) })
-		if !shared {
+		switch {
+		case !shared:
 			waitUntil(t, fmt.Sprintf("writer %d to block", i), func() bool { return blocked(t, env.admin, cname) })
+		case i == 0:
+			// The first of the client's waits to be ready to block leads
+			// them (CI once saw writer 1 get there first, and the lock,
+			// when writer 1 started right after writer 0 registered).
+			waitUntil(t, "writer 0 to block for the shared client", func() bool { return blocked(t, env.admin, sharedName) })
 		}
 	}
 	if err := r.Release(ctx); err != nil {

@@ -282,10 +282,11 @@ func firstComeFirstServed(t *testing.T, env *waitEnv, shared bool) (order []int,
 		t.Fatalf("holder: %v", err)
 	}
 	var (
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-		one      = env.newClient(clientName("shared"))
-		counters []*waitCounter
+		mu         sync.Mutex
+		wg         sync.WaitGroup
+		sharedName = clientName("shared")
+		one        = env.newClient(sharedName)
+		counters   []*waitCounter
 	)
 	const waiters = 4
 	for i := range waiters {
@@ -316,8 +317,13 @@ func firstComeFirstServed(t *testing.T, env *waitEnv, shared bool) (order []int,
 			n, err := env.admin.ZCard(ctx, waitQueue(key)).Result()
 			return err == nil && n == int64(i+1)
 		})
-		if !shared {
+		switch {
+		case !shared:
 			waitUntil(t, fmt.Sprintf("waiter %d to block", i), func() bool { return blocked(t, env.admin, name) })
+		case i == 0:
+			// The first of the client's waits to be ready to block leads
+			// them: let waiter 0 be that one before waiter 1 starts.
+			waitUntil(t, "waiter 0 to block for the shared client", func() bool { return blocked(t, env.admin, sharedName) })
 		}
 	}
 	for _, c := range counters {

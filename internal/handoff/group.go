@@ -10,10 +10,14 @@ import (
 // A group gathers the waits of one [Registry] for one wake-up list through
 // one client, so that they block one pooled connection instead of one
 // each: only the leader blocks on the list, the others sleep until the lead
-// passes to them. The leader is the member that has waited longest (among
-// those with time enough to block), so the next wake-up, and the lock, go
-// to it; when it leaves, the lead passes to the next. The leader is the
-// goroutine of a wait, never one of the package.
+// passes to them. With no leader, the first member ready to block takes
+// the lead (of two waits that began within a round trip of each other,
+// either may: whichever sent its first attempt's reply back to its
+// goroutine first); when the leader leaves, the lead passes to the member
+// that has waited longest among those with time enough to block. So the
+// next wake-up, and the lock, go to the waits in the order they became
+// ready to block. The leader is the goroutine of a wait, never one of the
+// package.
 //
 // Across processes (and across clients) the order is Redis's: the client
 // blocked longest on the list gets the next grant.
