@@ -458,14 +458,15 @@ func (p *Permit) runRelease(ctx context.Context) (ours, handed int64, err error)
 	}
 	c, _ := handoff.Companions(p.keys[:1]) // the key was checked to have them
 	keys := [4]string{p.keys[0], p.keys[1], c[1], c[2]}
-	r, err := semReleaseScript.Run(ctx, p.client, keys[:], p.tokenArg, handoff.ReservationArg).Int64Slice()
+	r, err := semReleaseScript.Run(ctx, p.client, keys[:], p.tokenArg, handoff.ReservationArg).Int64()
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(r) != 2 {
+	// handed * 2 + ours (semaphore_release.lua).
+	if r < 0 {
 		return 0, 0, fmt.Errorf("%w: release of permit of %q: %v", ErrUnexpectedReply, p.keys[0], r)
 	}
-	return r[0], r[1], nil
+	return r % 2, r / 2, nil
 }
 
 // KeepAlive starts refreshing the permit to ttl in the background, so that

@@ -208,13 +208,10 @@ func (l *Lock) runRelease(ctx context.Context) (ours, handedOver int64, err erro
 		if ok {
 			v, err := releaseScript.Run(ctx, l.client, keys, l.tokenArg, handoff.ReservationArg).Result()
 			if err == nil {
-				// {ours, handed over}, read in place (no copy into an []int64).
-				if r, ok := v.([]any); ok && len(r) == 2 {
-					ours, ok1 := r[0].(int64)
-					handed, ok2 := r[1].(int64)
-					if ok1 && ok2 {
-						return ours, handed, nil
-					}
+				// handed * (n + 1) + ours (release.lua).
+				if r, ok := v.(int64); ok && r >= 0 {
+					n := int64(len(l.keys)) + 1
+					return r % n, r / n, nil
 				}
 				return 0, 0, fmt.Errorf("%w: release of %q: %v", ErrUnexpectedReply, l.keys, v)
 			}

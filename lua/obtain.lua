@@ -199,7 +199,10 @@ if fenced then
   end
 end
 
-local field = string.format("%.0f", fence)
+-- string.format only for a fence token: it costs the server more than
+-- the constant.
+local field = "0"
+if fence ~= 0 then field = string.format("%.0f", fence) end
 if tag then field = field .. "/" .. tag end
 local value = prefix .. field .. ":" .. meta
 for i = 1, n do

@@ -17,8 +17,9 @@
 -- waited longest (handover.lua); the others are deleted.
 --
 -- Reply: how many keys were ours (deleted or handed over), an integer;
--- with ARGV[2], an array {ours, handed over}. Fewer than n ours means the
--- lock had been lost, at least in part.
+-- with ARGV[2], the integer handed * (n + 1) + ours, handed being how many
+-- of them were handed over (one integer: an array reply costs the server
+-- more). Fewer than n ours means the lock had been lost, at least in part.
 local token = ARGV[1]
 local reserve = ARGV[2]
 local n = #KEYS
@@ -36,5 +37,5 @@ for i = 1, n do
     end
   end
 end
-if reserve then return {deleted, handed} end
+if reserve then return handed * (n + 1) + deleted end
 return deleted

@@ -20,7 +20,9 @@
 -- Reply, an integer:
 --   1   the permit was live and is released.
 --   0   it had expired, or was released before.
--- With ARGV[2], an array {that integer, slots handed over}.
+-- With ARGV[2], the integer handed * 2 + that integer, handed being how
+-- many slots were handed over (one integer: an array reply costs the
+-- server more).
 local token, reserve = ARGV[1], ARGV[2]
 local _, now = clock()
 local score = redis.call("ZSCORE", KEYS[1], token)
@@ -36,4 +38,4 @@ local handed = 0
 if freed > 0 then
   handed = handOn(KEYS[1], KEYS[3], KEYS[4], reserve, now, freed, 0)
 end
-return {ours, handed}
+return handed * 2 + ours
