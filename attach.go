@@ -42,7 +42,7 @@ func (c *Client) Attach(keys []string, token string, fence int64) (*Lock, error)
 	if token == "" {
 		return nil, fmt.Errorf("%w: empty token", ErrInvalidToken)
 	}
-	lock := &Lock{client: c.client, keys: slices.Clone(keys), token: token, tokenArg: token, fence: fence, handover: handOverIfAllowed, native: c.server}
+	lock := &Lock{client: c.client, keys: slices.Clone(keys), token: token, tokenArg: token, fence: fence, handover: handOverIfAllowed, native: c.server, requeue: &c.requeue}
 	c.observeAttach(lock)
 	return lock, nil
 }

@@ -26,7 +26,8 @@ type RedisClient interface {
 // at most half of that client's pool blocks at once. The registry holds
 // nothing while nobody waits. Its only state of its own is its hooks
 // ([Client.AddHook]), what it learnt of the server's commands (asked once,
-// see [New]) and the tag of the fence key it last obtained with.
+// see [New]), the tag of the fence key it last obtained with, and the key
+// that its last Release handed over to a waiter (see [WaitForRelease]).
 type Client struct {
 	client   RedisClient
 	cluster  bool
@@ -40,6 +41,8 @@ type Client struct {
 	// lastFence is the tag of the fence key last obtained with, so that a
 	// Client that fences with one key computes it once.
 	lastFence atomic.Pointer[fenceTagged]
+	// requeue is the key its last release handed over (requeue.go).
+	requeue requeueHint
 }
 
 // New returns a Client that runs its scripts through client. When client is
@@ -163,7 +166,7 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	// The Lock is built first: it holds the keys the script takes (the lock
 	// keys, then the fence key) in storage of its own, inline for one key,
 	// and the boxed token that every later script call reuses.
-	lock := &Lock{client: c.client, token: token, tokenArg: token, metadata: metadata, native: c.server}
+	lock := &Lock{client: c.client, token: token, tokenArg: token, metadata: metadata, native: c.server, requeue: &c.requeue}
 	scriptKeys := lock.keyBuf[:0]
 	if len(keys) >= len(lock.keyBuf) {
 		scriptKeys = make([]string, 0, len(keys)+1)

@@ -31,6 +31,7 @@ type Lock struct {
 	waiting  []string     // the keys and their companions as the wait that obtained them named them; nil: not known
 	obs      *observation // the Client's hooks, nil without (hook.go)
 	fenceTag string       // the fence counter's tag in the value, "" without (obtain.lua)
+	requeue  *requeueHint // the Client's, told when Release hands the key over (requeue.go)
 
 	// native is the Client's record of the server's native commands;
 	// value the lock's value as a native command last matched it
@@ -295,6 +296,9 @@ func (l *Lock) release(ctx context.Context) (ours, handedOver int64, err error) 
 		}
 	}
 	ours, handedOver, err = l.runRelease(ctx)
+	if handedOver > 0 && len(l.keys) == 1 {
+		l.requeue.handedOver(&l.keys[0])
+	}
 	if err != nil && l.handover == handOverIfAllowed && deniedByACL(err) {
 		if n, ok, nerr := l.nativeRelease(ctx); ok {
 			return n, 0, nerr

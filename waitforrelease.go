@@ -27,8 +27,11 @@ import (
 // their block ends (within about a second).
 //
 // Use it for a lock that is contended and held briefly. It costs three
-// round trips (four requests) per acquisition however many wait, none more
-// than a plain Obtain when the lock is free, one blocked connection per
+// round trips per acquisition however many wait (two for a caller that
+// asks again, through the same Client, for a one-key lock whose Release
+// handed it to a waiter less than a second before: its first attempt then
+// goes with its first block), none more than a plain Obtain when the lock
+// is free and this Client did not just hand it over, one blocked connection per
 // go-redis client and key while goroutines wait (at most half the client's
 // pool), and two short-lived companion keys per lock key in its hash slot;
 // docs/waiting.md describes the mechanism and its figures.
@@ -119,6 +122,7 @@ func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duratio
 		MaxAttempts: plan.attempts,
 		Transient:   script.Transient,
 		Attempted:   lock.hookAttempted(ctx),
+		Requeue:     len(lock.keys) == 1 && c.requeue.take(lock.keys[0]),
 	}
 	out, err := c.registry.Wait(ctx, &req.Request)
 	if out.Obtained {

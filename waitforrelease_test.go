@@ -165,8 +165,10 @@ func (c *waitCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 				if errors.Is(cmd.Err(), redis.Nil) {
 					c.timeouts++
 				} else if cmd.Err() == nil && i+1 < len(cmds) {
-					if fence, ok := cmds[i+1].(*redis.Cmd).Val().(int64); ok && fence >= 0 {
-						c.grants++
+					if next, ok := cmds[i+1].(*redis.Cmd); ok {
+						if fence, ok := next.Val().(int64); ok && fence >= 0 {
+							c.grants++
+						}
 					}
 				}
 			}

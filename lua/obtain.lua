@@ -32,7 +32,16 @@
 --             lapse during its block.
 -- ARGV[10]    optional: "1" when this is the waiter's first attempt: it has
 --             no registration and no grant list yet, so neither is looked
---             at (no LPOP, no ZREM).
+--             at (no LPOP, no ZREM). "2" for a first attempt sent in one
+--             pipeline with the waiter's first block (a releaser that asks
+--             again at once, see internal/handoff's Request.Requeue): as
+--             "1", but it never takes the keys: where it would, it
+--             registers the waiter in the queue
+--             of key 1 and pushes a wake-up without reservation ("~free")
+--             onto key 1's wake-up list with a TTL of ARGV[7] ms. The
+--             client blocked longest on that list, a waiter that came
+--             first or, when none blocks, the block that follows, gets it
+--             and finds the keys free.
 --
 -- A lock key holds the plain string "<#token>:<token>:<fence>:<metadata>"
 -- (lib.lua), where <fence> is "0" for a lock without fence counter and
@@ -47,7 +56,8 @@
 --   -1     not obtained; a key held by another has no expiry.
 --   < -1   not obtained; -(ms + 1), where ms is the longest remaining PTTL
 --          of the keys held by others (when the lock can be free again).
--- Reply with a waiter: the same integer when obtained; when not, an array
+-- Reply with a waiter: the same integer when obtained; when not (always
+-- with ARGV[10] "2"), an array
 --   {code, i, reserved}: code as above; i the index (1-based) of the lock key
 --   that blocks longest; reserved 1 when that key is a reservation for
 --   another waiter's grant, else 0. The waiter is then registered in the
@@ -89,7 +99,8 @@ end
 -- onto a list that expires by itself, whatever becomes of the waiter. Its
 -- head is the grant, if one came; it is taken whole (and so deleted).
 local grants = KEYS[f + 2 * n + 1]
-local fresh = ARGV[10] == "1"
+local requeue = ARGV[10] == "2"
+local fresh = requeue or ARGV[10] == "1"
 local grant = ""
 if waiter and not fresh then
   local got = redis.call("LPOP", grants, 2)
@@ -128,10 +139,11 @@ for i = 1, n do
     end
   end
 end
-if blocked then
+if blocked or (requeue and waiter) then
   local code = -1
   if wait >= 0 then code = -(wait + 1) end
   if not waiter then return code end
+  if not blocked then blocker = 1 end
   local _, now = clock()
   local life = tonumber(ARGV[6])
   local queue = KEYS[f + blocker]
@@ -152,6 +164,12 @@ if blocked then
   -- server tick.
   redis.call("RPUSH", grants, "~")
   redis.call("PEXPIRE", grants, 2 * life)
+  if not blocked then
+    -- The keys are free: wake the client blocked longest instead of
+    -- taking them (code -1 then means nothing).
+    redis.call("RPUSH", KEYS[f + n + 1], "~free")
+    redis.call("PEXPIRE", KEYS[f + n + 1], ARGV[7])
+  end
   if granted then
     handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
   end

@@ -17,7 +17,11 @@
 //	      ("" for none: it is named only when its registration may have
 //	      been marked or may lapse, see lua/handover.lua) and the 1-based
 //	      index of the key it waits for, then "1" for the waiter's first
-//	      attempt ("0" otherwise): it has no registration or grant list yet.
+//	      attempt ("0" otherwise): it has no registration or grant list yet;
+//	      "2" for a first attempt sent with the first block (a requeue,
+//	      see [Request.Requeue]), which never takes the keys: where it
+//	      would, it registers the waiter in key 1's queue and pushes a
+//	      wake-up without reservation ("~free") on key 1's wake-up list.
 //
 // It replies an integer >= 0 when it obtained the keys (a value the caller
 // reads, obtain.lua's fence token), and otherwise {code, i, reserved}: code
@@ -37,6 +41,8 @@
 // # What a wait does
 //
 // [Registry.Wait] is a small state machine: attempting (one script call),
+// requeuing (the first attempt, the first block and the attempt after it,
+// in one pipeline, for a caller that handed the keys over a moment ago),
 // blocking (BLMOVE from the wake-up list to the grant list and the
 // attempt, in one pipeline: Redis runs the attempt as soon as a release
 // serves the block), sleeping (in the group of goroutines

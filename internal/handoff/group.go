@@ -154,6 +154,29 @@ func (g *group) wait(ctx context.Context, m *member, until time.Time, slack time
 	}
 }
 
+// leadAlone makes m, the group's only member, its leader with one of the
+// client's blocking connections (given back with unblock); false, and
+// nothing changed, when the group has other members or the client has no
+// blocking connection free.
+func (g *group) leadAlone(m *member) bool {
+	g.mu.Lock()
+	alone := g.leader == nil && len(g.members) == 1 && g.members[0] == m
+	if alone {
+		g.leader = m
+	}
+	g.mu.Unlock()
+	if !alone {
+		return false
+	}
+	if g.reg.acquire(g.state) {
+		return true
+	}
+	g.mu.Lock()
+	g.passLead(m)
+	g.mu.Unlock()
+	return false
+}
+
 // wakeAll tells every member but m to attempt at once, without blocking
 // (see [Request.Shared]).
 func (g *group) wakeAll(m *member) {

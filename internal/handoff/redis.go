@@ -37,7 +37,11 @@ type conn interface {
 	// waiter's grant list blocking for d (see [wait.moveArgs]), and runs
 	// the waiting script right after, in one round trip. moveErr is the
 	// blocking call's own error (nil when it moved a grant or timed out).
-	blockAndAttempt(ctx context.Context, move []any, d time.Duration, keys []string, args []any) (reply any, moveErr, err error)
+	// With first not nil (see [Request.Requeue]), the waiter's first
+	// attempt, with args first, goes before the block in the same
+	// pipeline; its reply is not read (the one after the block says what
+	// came of the wait).
+	blockAndAttempt(ctx context.Context, first, move []any, d time.Duration, keys []string, args []any) (reply any, moveErr, err error)
 	// leave runs the leave script.
 	leave(ctx context.Context, keys []string, args []any)
 	// tick returns how late the server may end a blocking call.
@@ -57,14 +61,25 @@ func (c *redisConn) attempt(ctx context.Context, keys []string, args []any) (any
 	return c.obtain.Run(ctx, c.client, keys, args...).Result()
 }
 
-func (c *redisConn) blockAndAttempt(ctx context.Context, moveArgs []any, _ time.Duration, keys []string, args []any) (any, error, error) {
+func (c *redisConn) blockAndAttempt(ctx context.Context, first, moveArgs []any, _ time.Duration, keys []string, args []any) (any, error, error) {
 	p := c.pipe.Pipeline()
+	if first != nil {
+		// It registers the waiter and leaves the grant list's placeholder
+		// (lua/obtain.lua).
+		c.obtain.Queue(ctx, p, keys, first...)
+	}
 	move := redis.NewCmd(ctx, moveArgs...)
 	_ = p.Process(ctx, move) // queued: the pipeline's Exec sends it
 	// The grant list exists with a TTL (the registration that preceded the
 	// block left a placeholder in it, see lua/obtain.lua), which BLMOVE
 	// keeps: a grant this process never takes expires with it.
 	eval := c.obtain.Queue(ctx, p, keys, args...)
+	if first != nil {
+		// Where the scripts did not run (NOSCRIPT: the first is not sent
+		// again, the attempt is, with EVAL), the grant list that BLMOVE may
+		// have made still gets a TTL.
+		p.PExpire(ctx, keys[len(keys)-1], placeholderLife)
+	}
 	_, _ = p.Exec(ctx)
 	moveErr := move.Err()
 	if errors.Is(moveErr, redis.Nil) {

@@ -39,6 +39,12 @@ const (
 	// woken waiter, which takes it in the same round trip as its wake-up.
 	Reservation = 100 * time.Millisecond
 
+	// placeholderLife is the TTL of a grant list's placeholder: twice a
+	// registration, as obtain.lua gives it (a waiter attempts at least
+	// every half registration, and blocks for at most a second plus a
+	// server tick).
+	placeholderLife = 2 * Registration
+
 	// leaveTimeout bounds the leave script of a waiter that gives up.
 	leaveTimeout = 5 * time.Second
 
@@ -60,8 +66,9 @@ const (
 // The last argument of the waiting script (see the package doc): whether
 // the attempt is the waiter's first.
 const (
-	firstAttempt = "1"
-	laterAttempt = "0"
+	firstAttempt   = "1"
+	laterAttempt   = "0"
+	requeueAttempt = "2" // the first, sent with the first block (Request.Requeue)
 )
 
 // Request is one wait for the keys of a lock (or of any resource that
@@ -100,6 +107,20 @@ type Request struct {
 	// end of a block, the other waits of its group attempt at once instead
 	// of waiting for the lead, so that they enter together.
 	Shared bool
+	// Requeue says that the caller handed these keys over to a waiter a
+	// moment ago (its release found one registered) and asks for them
+	// again: the keys are most likely held or reserved, so the wait's
+	// first attempt (which registers it) goes in one round trip with its
+	// first block and the attempt that follows, and a release that ends
+	// the block hands the keys over. That first attempt never takes the
+	// keys: when it finds them free it wakes the client blocked longest
+	// on the wake-up list (a waiter that came first, or this block). The
+	// waiting script must know the requeue attempt (obtain.lua's ARGV[10]
+	// "2"). It applies to one key, on a client that blocks, when no other
+	// wait of the Registry is in the key's group; otherwise the wait
+	// starts as any other. The first attempt is not counted as an attempt
+	// of its own (MaxAttempts, Attempted).
+	Requeue bool
 	// Attempted, when not nil, is called on the waiting goroutine after
 	// each attempt: whether it obtained the keys, whether it was sent with
 	// a block on the wake-up list (obtaining then means a release handed
@@ -168,6 +189,7 @@ type state uint8
 
 const (
 	attempting state = iota // send an attempt without blocking
+	requeuing               // lead the group at once: the first attempt, a block and an attempt, in one round trip (Request.Requeue)
 	blocking                // lead the group: block on the wake-up list, then attempt, in one round trip
 	sleeping                // in the group: wait for the lead, or until it is time to attempt
 	pausing                 // after a transient error: sleep the backoff, then attempt
@@ -191,6 +213,7 @@ type wait struct {
 	args   []any     // its args: CallArgs, id, registration, reservation, successor, index, first
 	leaves []string  // the leave script's keys
 	move   []any     // the blocking call's command (see moveArgs)
+	first  [12]any   // storage of a requeue's first attempt's args, when they fit
 
 	registered bool          // in a wait queue: the last attempt failed, or may have
 	sentWaiter bool          // an attempt with the waiter's part was sent: it may have a registration and a grant list
@@ -231,7 +254,7 @@ func (w *wait) run(ctx context.Context, longest time.Duration) (Outcome, error) 
 	w.start(ctx, longest)
 	for w.state != finished {
 		switch w.state {
-		case attempting, blocking, polling:
+		case attempting, requeuing, blocking, polling:
 			w.attempt(ctx)
 		case sleeping:
 			w.sleep(ctx)
@@ -283,6 +306,23 @@ func (w *wait) start(ctx context.Context, longest time.Duration) {
 	w.args = append(append(make([]any, 0, len(req.CallArgs)+6), req.CallArgs...), w.m.id, RegistrationArg, ReservationArg, "", int64(1), firstAttempt)
 	w.move = []any{"blmove", nil, grants, "left", "left", nil}
 	w.state = attempting
+	if req.Requeue && n == 1 {
+		w.requeue(ctx)
+	}
+}
+
+// requeue makes the wait start in the requeuing state when it may lead
+// its group at once (it is the group's only member, and one of the
+// client's blocking connections is free) and has time enough to block.
+func (w *wait) requeue(ctx context.Context) {
+	block := min(firstBlock, w.m.longest)
+	if d, ok := ctx.Deadline(); ok {
+		block = min(block, time.Until(d)-w.slack)
+	}
+	if block < minBlock || !w.g.leadAlone(w.m) {
+		return
+	}
+	w.block, w.state = block, requeuing
 }
 
 // attempt sends one attempt: plain when polling, with the waiter's
@@ -294,7 +334,7 @@ func (w *wait) attempt(ctx context.Context) {
 		v       any
 		moveErr error
 		err     error
-		blocked = w.state == blocking
+		blocked = w.state == blocking || w.state == requeuing
 	)
 	if w.state != polling {
 		// The first attempt has no registration or grant list to look at.
@@ -307,6 +347,18 @@ func (w *wait) attempt(ctx context.Context) {
 	switch w.state {
 	case polling:
 		v, err = w.conn.attempt(ctx, w.req.CallKeys, w.req.CallArgs)
+	case requeuing:
+		// The registration, with no successor to renew: the wait has not
+		// registered yet, and is the group's only member.
+		first := append(w.first[:0], w.args...)
+		first[len(first)-3], first[len(first)-2], first[len(first)-1] = "", int64(1), requeueAttempt
+		w.args[len(w.args)-1] = laterAttempt
+		w.args[len(w.args)-3] = w.g.next(w.m, sent)
+		w.args[len(w.args)-2] = int64(1)
+		v, moveErr, err = w.conn.blockAndAttempt(ctx, first, w.moveArgs(), w.block, w.keys, w.args)
+		w.g.unblock()
+		w.block = 0
+		read = time.Now()
 	case blocking:
 		// The member that would lead after this one: if this attempt
 		// obtains the keys, it renews that member's registration when it
@@ -314,7 +366,7 @@ func (w *wait) attempt(ctx context.Context) {
 		// in its place.
 		w.args[len(w.args)-3] = w.g.next(w.m, sent)
 		w.args[len(w.args)-2] = int64(w.last.blocker + 1)
-		v, moveErr, err = w.conn.blockAndAttempt(ctx, w.moveArgs(), w.block, w.keys, w.args)
+		v, moveErr, err = w.conn.blockAndAttempt(ctx, nil, w.moveArgs(), w.block, w.keys, w.args)
 		w.g.unblock()
 		w.block = 0
 		// The attempt ran when the block ended, not when it was sent:

@@ -45,7 +45,7 @@ func (m *model) reply() any {
 
 func (m *model) attempt(context.Context, []string, []any) (any, error) { return m.reply(), nil }
 
-func (m *model) blockAndAttempt(_ context.Context, _ []any, d time.Duration, _ []string, _ []any) (any, error, error) {
+func (m *model) blockAndAttempt(_ context.Context, _, _ []any, d time.Duration, _ []string, _ []any) (any, error, error) {
 	m.mu.Lock()
 	m.blocks = append(m.blocks, d)
 	m.mu.Unlock()

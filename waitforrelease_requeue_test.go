@@ -1,0 +1,282 @@
+package redislock_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// tripCounter is a go-redis hook that counts a client's round trips: the
+// commands sent alone (by name) and the pipelines (with the names of their
+// commands, in order, counted when sent), and what each BLMOVE returned;
+// not the handshake of a new connection.
+type tripCounter struct {
+	mu        sync.Mutex
+	alone     []string
+	pipelines [][]string
+	moved     []any // what each BLMOVE returned (nil: it timed out)
+}
+
+func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// handshake reports a command that go-redis sends on a new connection.
+func handshake(name string) bool {
+	switch name {
+	case "hello", "client", "auth", "select", "readonly":
+		return true
+	}
+	return false
+}
+
+func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !handshake(cmd.Name()) {
+			c.mu.Lock()
+			c.alone = append(c.alone, cmd.Name())
+			c.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		// Counted when sent, so that a pipeline blocked in Redis counts.
+		var names []string
+		for _, cmd := range cmds {
+			if !handshake(cmd.Name()) {
+				names = append(names, cmd.Name())
+			}
+		}
+		if names == nil {
+			return next(ctx, cmds)
+		}
+		c.mu.Lock()
+		c.pipelines = append(c.pipelines, names)
+		c.mu.Unlock()
+		err := next(ctx, cmds)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, cmd := range cmds {
+			if cmd.Name() == "blmove" {
+				v, _ := cmd.(*redis.Cmd).Result()
+				c.moved = append(c.moved, v)
+			}
+		}
+		return err
+	}
+}
+
+// reset forgets what was counted.
+func (c *tripCounter) reset() {
+	c.mu.Lock()
+	c.alone, c.pipelines, c.moved = nil, nil, nil
+	c.mu.Unlock()
+}
+
+func (c *tripCounter) get() (alone []string, pipelines [][]string, moved []any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.alone, c.pipelines, c.moved
+}
+
+// handedOverOnce makes a Client on a client of its own hold key, lets a
+// waiter block for it, and releases it: handed over to the waiter, which
+// then holds it. It returns the Client, its client's counter (reset) and
+// the waiter's lock.
+func handedOverOnce(t *testing.T, env *waitEnv, key string) (*redislock.Client, *tripCounter, string, *redislock.Lock) {
+	t.Helper()
+	ctx := context.Background()
+	name := clientName("releaser")
+	rdb := env.newClient(name)
+	trips := &tripCounter{}
+	rdb.AddHook(trips)
+	locker := redislock.New(rdb)
+	first, err := locker.Obtain(ctx, key, time.Minute, waitOpt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiterName := clientName("waiter")
+	waiter := env.newClient(waiterName)
+	done := obtainAsync(ctx, waiter, key, time.Minute, waitOpt())
+	waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, waiterName) })
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.err != nil {
+		t.Fatalf("waiter: %v", got.err)
+	}
+	trips.reset()
+	return locker, trips, name, got.lock
+}
+
+// A releaser that asks again at once (the lock went to a waiter) sends its
+// first attempt with its block: one round trip until the lock comes back,
+// where it failed first before.
+func TestWaitForReleaseRequeue(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		locker, trips, name, held := handedOverOnce(t, env, key)
+		done := make(chan obtained, 1)
+		go func() {
+			lock, err := locker.Obtain(ctx, key, time.Minute, waitOpt())
+			done <- obtained{lock: lock, err: err}
+		}()
+		waitUntil(t, "the releaser to block", func() bool { return blocked(t, env.admin, name) })
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-done
+		if got.err != nil {
+			t.Fatalf("the releaser's second Obtain: %v", got.err)
+		}
+		defer func() { _ = got.lock.Release(ctx) }()
+		alone, pipelines, moved := trips.get()
+		if len(alone) != 0 {
+			t.Errorf("sent %q alone, want nothing: the first attempt goes with the block", alone)
+		}
+		// A block that ended before the release (a loaded machine) costs a
+		// block and an attempt more.
+		want := []string{"evalsha", "blmove", "evalsha", "pexpire"}
+		if len(pipelines) == 0 || !slices.Equal(pipelines[0], want) {
+			t.Fatalf("pipelines %q, want the first to be %q", pipelines, want)
+		}
+		for i, p := range pipelines[1:] {
+			if !slices.Equal(p, []string{"blmove", "evalsha"}) || moved[i] != nil {
+				t.Errorf("pipeline %d: %q after a block that returned %v, want a block and an attempt after a timeout", i+2, p, moved[i])
+			}
+		}
+		if last := moved[len(moved)-1]; last == nil {
+			t.Error("the last block timed out: the release did not hand the lock over")
+		}
+		if keys := keysWithoutTTL(t, env.admin, redistest.Tag(t)+"*"); len(keys) != 0 {
+			t.Errorf("keys without expiry: %q", keys)
+		}
+	})
+}
+
+// A requeue that finds the key free (the waiter that got it released it
+// already) wakes itself: its own block gets the wake-up without
+// reservation, and the attempt after it takes the key.
+func TestWaitForReleaseRequeueFreeKey(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		locker, trips, _, held := handedOverOnce(t, env, key)
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lock, err := locker.Obtain(ctx, key, time.Minute, waitOpt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = lock.Release(ctx) }()
+		alone, pipelines, moved := trips.get()
+		if len(alone) != 0 || len(pipelines) != 1 || len(moved) != 1 || moved[0] != "~free" {
+			t.Errorf("sent %q alone and the pipelines %q, whose block returned %v; want one pipeline, its block returning \"~free\"", alone, pipelines, moved)
+		}
+		if keys := keysWithoutTTL(t, env.admin, redistest.Tag(t)+"*"); len(keys) != 0 {
+			t.Errorf("keys without expiry: %q", keys)
+		}
+	})
+}
+
+// The requeue attempt never takes a free key: it registers its waiter and
+// wakes the client blocked longest, a waiter that came first, which then
+// finds the key free.
+func TestObtainScriptRequeueWakesBlockedWaiter(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	var src []string
+	for _, f := range []string{"lib", "handover", "obtain"} {
+		b, err := os.ReadFile("lua/" + f + ".lua")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, string(b))
+	}
+	obtain := redis.NewScript(strings.Join(src, "\n"))
+	key := redistest.Key(t, "lock")
+	queue, wake := waitQueue(key), wakeList(key)
+	grants, theirs := key+":redislock:grant:w", key+":redislock:grant:x"
+	t.Cleanup(func() { rdb.Del(ctx, key, queue, wake, grants, theirs) })
+
+	// A waiter of another client blocks on the wake-up list.
+	name := clientName("blocked")
+	o := *rdb.Options()
+	o.ClientName = name
+	other := redis.NewClient(&o)
+	defer other.Close()
+	woken := make(chan string, 1)
+	go func() { woken <- other.BLMove(ctx, wake, theirs, "LEFT", "LEFT", 5*time.Second).Val() }()
+	waitUntil(t, "the other waiter to block", func() bool { return blocked(t, rdb, name) })
+
+	reply, err := obtain.Run(ctx, rdb, []string{key, queue, wake, grants}, "tok", "", 60000, "0", "w", 3000, 100, "", 1, "2").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := reply.([]any); !ok || len(r) != 3 || r[0] != int64(-1) || r[1] != int64(1) || r[2] != int64(0) {
+		t.Errorf("reply %v, want [-1 1 0]", reply)
+	}
+	if got := <-woken; got != "~free" {
+		t.Errorf("the blocked waiter got %q, want the wake-up without reservation", got)
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Error("the requeue attempt took the free key")
+	}
+	score, err := rdb.ZScore(ctx, queue, "w").Result()
+	if err != nil || score <= float64(time.Now().UnixMilli()) {
+		t.Errorf("registration %v (%v), want a live one", score, err)
+	}
+	if v := rdb.LRange(ctx, grants, 0, -1).Val(); !slices.Equal(v, []string{"~"}) || rdb.PTTL(ctx, grants).Val() <= 0 {
+		t.Errorf("grant list %q with PTTL %v, want the placeholder with a TTL", v, rdb.PTTL(ctx, grants).Val())
+	}
+}
+
+// A requeue whose scripts the server forgot (a restart, a failover) still
+// waits and obtains, and leaves no key without an expiry: the first
+// attempt is lost (NOSCRIPT), the block and the attempt after it (sent
+// again with EVAL) register the waiter.
+func TestWaitForReleaseRequeueNoScript(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		locker, trips, name, held := handedOverOnce(t, env, key)
+		flushScripts(t, env.admin)
+		done := make(chan obtained, 1)
+		go func() {
+			lock, err := locker.Obtain(ctx, key, time.Minute, waitOpt())
+			done <- obtained{lock: lock, err: err}
+		}()
+		// The first block (unregistered) ends; the attempt after it
+		// registers, and the next block waits for the release.
+		waitUntil(t, "the releaser to register and block again", func() bool {
+			_, pipelines, _ := trips.get()
+			return len(pipelines) >= 2 && blocked(t, env.admin, name)
+		})
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-done
+		if got.err != nil {
+			t.Fatalf("the releaser's second Obtain: %v", got.err)
+		}
+		_ = got.lock.Release(ctx)
+		if _, pipelines, _ := trips.get(); !slices.Equal(pipelines[0], []string{"evalsha", "blmove", "evalsha", "pexpire"}) {
+			t.Errorf("first pipeline %q, want the requeue", pipelines[0])
+		}
+		if keys := keysWithoutTTL(t, env.admin, redistest.Tag(t)+"*"); len(keys) != 0 {
+			t.Errorf("keys without expiry: %q", keys)
+		}
+	})
+}
