@@ -41,7 +41,7 @@ type Client struct {
 	// lastFence is the tag of the fence key last obtained with, so that a
 	// Client that fences with one key computes it once.
 	lastFence atomic.Pointer[fenceTagged]
-	// requeue is the key its last release handed over (requeue.go).
+	// requeue is the key its last release handed over (waitforrelease.go).
 	requeue requeueHint
 }
 

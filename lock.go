@@ -31,7 +31,7 @@ type Lock struct {
 	waiting  []string     // the keys and their companions as the wait that obtained them named them; nil: not known
 	obs      *observation // the Client's hooks, nil without (hook.go)
 	fenceTag string       // the fence counter's tag in the value, "" without (obtain.lua)
-	requeue  *requeueHint // the Client's, told when Release hands the key over (requeue.go)
+	requeue  *requeueHint // the Client's, told when Release hands the key over (waitforrelease.go)
 
 	// native is the Client's record of the server's native commands;
 	// value the lock's value as a native command last matched it
