@@ -3,6 +3,8 @@ package handoff
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -26,6 +28,7 @@ type model struct {
 	attempts  int
 	blocks    []time.Duration
 	left      int
+	calls     []string // "attempt", "block", or "requeue" (a block with the first attempt before it)
 }
 
 func (m *model) reply() any {
@@ -43,11 +46,24 @@ func (m *model) reply() any {
 	return []any{code, int64(1), int64(0)}
 }
 
-func (m *model) attempt(context.Context, []string, []any) (any, error) { return m.reply(), nil }
+func (m *model) attempt(context.Context, []string, []any) (any, error) {
+	m.mu.Lock()
+	m.calls = append(m.calls, "attempt")
+	m.mu.Unlock()
+	return m.reply(), nil
+}
 
-func (m *model) blockAndAttempt(_ context.Context, _, _ []any, d time.Duration, _ []string, _ []any) (any, error, error) {
+func (m *model) blockAndAttempt(_ context.Context, first, _ []any, d time.Duration, _ []string, args []any) (any, error, error) {
 	m.mu.Lock()
 	m.blocks = append(m.blocks, d)
+	call := "block"
+	if first != nil {
+		call = "requeue"
+		if first[len(first)-1] != requeueAttempt || args[len(args)-1] != laterAttempt {
+			call = fmt.Sprintf("requeue with %v then %v", first[len(first)-1], args[len(args)-1])
+		}
+	}
+	m.calls = append(m.calls, call)
 	m.mu.Unlock()
 	time.Sleep(d + m.tickLate)
 	return m.reply(), nil, nil
@@ -298,4 +314,39 @@ func TestGroupBlockSlots(t *testing.T) {
 			t.Errorf("%d waits, %d groups, %d clients left", waits, groups, clients)
 		}
 	})
+}
+
+// A requeue (Request.Requeue) starts with a block whose pipeline carries
+// the first attempt, when the wait is alone in its group; with another
+// wait in the group it starts as any other, with an attempt of its own.
+// The first attempt is not an attempt of MaxAttempts.
+func TestWaitRequeue(t *testing.T) {
+	for _, alone := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			reg := NewRegistry()
+			req := request(time.Minute)
+			req.Requeue, req.MaxAttempts = true, 2
+			if !alone {
+				c, _ := Companions(req.Keys)
+				reg.join(req.Client, c[2], newMember("other"))
+			}
+			m := &model{tickLate: time.Millisecond}
+			_, err := reg.run(context.Background(), req, m, maxBlock)
+			if !errors.Is(err, ErrGaveUp) {
+				t.Fatalf("alone %v: %v, want ErrGaveUp", alone, err)
+			}
+			want := []string{"requeue", "block"}
+			if !alone {
+				// With the other member (which never leads here) in the
+				// group, the wait attempts first, then takes the lead.
+				want = []string{"attempt", "block"}
+			}
+			if !slices.Equal(m.calls, want) {
+				t.Errorf("alone %v: calls %q, want %q", alone, m.calls, want)
+			}
+			if alone && (len(m.blocks) == 0 || m.blocks[0] != firstBlock) {
+				t.Errorf("blocks %v, want the first of %v", m.blocks, firstBlock)
+			}
+		})
+	}
 }
