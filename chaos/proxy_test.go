@@ -9,6 +9,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redislock/redislock/internal/redistest"
 	"github.com/rs/zerolog"
 )
 
@@ -29,8 +30,18 @@ type proxy struct {
 // connection through it).
 func newProxy(t testing.TB, upstream string) *proxy {
 	t.Helper()
-	p := toxiproxy.NewProxy(toxiServer, fmt.Sprintf("p%d", proxySeq.Add(1)), "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
+	// On a port the harness keeps from its servers: a proxy that listens
+	// again after a disconnect must find its port free, and never answer
+	// in place of a server started meanwhile.
+	var p *toxiproxy.Proxy
+	var err error
+	for range 10 { // a port another process took meanwhile: another
+		p = toxiproxy.NewProxy(toxiServer, fmt.Sprintf("p%d", proxySeq.Add(1)), redistest.FreeAddr(t), upstream)
+		if err = p.Start(); err == nil {
+			break
+		}
+	}
+	if err != nil {
 		t.Fatalf("toxiproxy: start a proxy to %s: %v", upstream, err)
 	}
 	t.Cleanup(p.Stop)

@@ -190,8 +190,9 @@ func TestRunWaitRetriesConnection(t *testing.T) {
 	t.Run("reset", func(t *testing.T) {
 		t.Parallel()
 		// A listener that drops every connection it accepts: each accept
-		// is an attempt of redislock's.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		// is an attempt of redislock's. On a port the harness keeps from
+		// its servers: the proxy listens on it again below.
+		l, err := net.Listen("tcp", redistest.FreeAddr(t))
 		if err != nil {
 			t.Fatal(err)
 		}

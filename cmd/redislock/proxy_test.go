@@ -19,8 +19,9 @@ type tcpProxy struct {
 	wg       sync.WaitGroup
 }
 
-// newProxy starts a proxy to upstream listening on addr ("127.0.0.1:0"
-// for a free port). The test's end cuts it.
+// newProxy starts a proxy to upstream listening on addr (from
+// redistest.FreeAddr or DeadAddr, so that no server of the harness takes
+// the port). The test's end cuts it.
 func newProxy(t testing.TB, addr, upstream string) *tcpProxy {
 	t.Helper()
 	l, err := net.Listen("tcp", addr)

@@ -39,7 +39,7 @@ func TestRunCutStopsBeforeExpiry(t *testing.T) {
 	t.Parallel()
 	srv := redistest.SharedServer(t, redistest.Redis)
 	rdb := srv.Client(t)
-	proxy := newProxy(t, "127.0.0.1:0", srv.Addr())
+	proxy := newProxy(t, redistest.FreeAddr(t), srv.Addr())
 	key := redistest.Key(t, "lock")
 	dir := t.TempDir()
 	beats, started := filepath.Join(dir, "a"), filepath.Join(dir, "b")

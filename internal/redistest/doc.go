@@ -19,7 +19,8 @@
 // [WaitFor] polls a condition on a server until it holds; [Info] reads one
 // INFO field; [DeadAddr] is an address that refuses connections,
 // [SilentAddr] one that accepts and never answers ([ServeTCP] for other
-// stand-ins);
+// stand-ins), [FreeAddr] one for a listener of the test's own (a proxy)
+// that no server of the harness takes;
 // [WaitSynced] and [CutReplication] control replication; [Topology.Options]
 // makes clients with options of the test's own (a ClientName) on any
 // topology.

@@ -70,6 +70,19 @@ func portFree(port int) bool {
 // prove that nothing was ever sent. It fails the test if no port is free.
 func DeadAddr(t testing.TB) string {
 	t.Helper()
+	return FreeAddr(t)
+}
+
+// FreeAddr returns an address of 127.0.0.1 whose port was free when it was
+// picked and that the harness never hands to a server of this process: for
+// a listener of the test's own (a proxy, a fake server). A listener on
+// 127.0.0.1:0 instead could take a port that the harness has just handed
+// to a server that has not bound it yet, and answer in its place; one that
+// closes and listens again on its port could lose it to a server started
+// in between. Another process could still take it: the caller handles a
+// failed listen. It fails the test if no port is free.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
 	port, err := freePort(false)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +99,13 @@ func DeadAddr(t testing.TB) string {
 // cannot listen.
 func ServeTCP(t testing.TB, handle func(c net.Conn)) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var l net.Listener
+	var err error
+	for range 10 { // a port another process took meanwhile: another
+		if l, err = net.Listen("tcp", FreeAddr(t)); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
