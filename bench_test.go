@@ -3,7 +3,6 @@ package redislock_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -188,24 +187,8 @@ func BenchmarkTTL(b *testing.B) {
 func BenchmarkFencedObtainScript(b *testing.B) {
 	rdb := redistest.Standalone(b)
 	ctx := context.Background()
-	old, err := os.ReadFile("testdata/obtain-v0.1.0.lua")
-	if err != nil {
-		b.Fatal(err)
-	}
-	lib, err := os.ReadFile("lua/lib.lua")
-	if err != nil {
-		b.Fatal(err)
-	}
-	handover, err := os.ReadFile("lua/handover.lua")
-	if err != nil {
-		b.Fatal(err)
-	}
-	current, err := os.ReadFile("lua/obtain.lua")
-	if err != nil {
-		b.Fatal(err)
-	}
 	release := redis.NewScript(`if string.sub(redis.call("GET", KEYS[1]) or "", 1, 26) == "22:" .. ARGV[1] .. ":" then return redis.call("DEL", KEYS[1]) end return 0`)
-	now := redis.NewScript(string(lib) + string(handover) + string(current))
+	now := redis.NewScript(luaSource(b, "lua/lib.lua", "lua/handover.lua", "lua/obtain.lua"))
 	ways := []struct {
 		name   string
 		script *redis.Script
@@ -213,7 +196,7 @@ func BenchmarkFencedObtainScript(b *testing.B) {
 	}{
 		{"floor", redis.NewScript(`return redis.call("SET", KEYS[1], "22:" .. ARGV[1] .. ":0:", "NX", "PX", ARGV[3]) and 0`), "0"},
 		{"unfenced", now, "0"},
-		{"fenced-v0.1.0", redis.NewScript(string(lib) + string(handover) + string(old)), "1"},
+		{"fenced-v0.1.0", redis.NewScript(luaSource(b, "lua/lib.lua", "lua/handover.lua", "testdata/obtain-v0.1.0.lua")), "1"},
 		{"fenced", now, "212e1d38"}, // the tag of "fence"
 	}
 	cpu := func() time.Duration {

@@ -3,7 +3,6 @@ package redislock_test
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,15 +28,6 @@ import (
 func BenchmarkHandoverScripts(b *testing.B) {
 	rdb := redistest.Standalone(b)
 	ctx := context.Background()
-	read := func(path string) string {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return string(data)
-	}
-	lib, handover := read("lua/lib.lua"), read("lua/handover.lua")
-	oldHandover := read("testdata/scripts-96ede5c/handover.lua")
 	type way struct {
 		name            string
 		release, obtain *redis.Script
@@ -45,11 +35,11 @@ func BenchmarkHandoverScripts(b *testing.B) {
 	}
 	ways := []*way{
 		{name: "now",
-			release: redis.NewScript(strings.Join([]string{lib, handover, read("lua/release.lua")}, "\n")),
-			obtain:  redis.NewScript(strings.Join([]string{lib, handover, read("lua/obtain.lua")}, "\n"))},
+			release: redis.NewScript(luaSource(b, "lua/lib.lua", "lua/handover.lua", "lua/release.lua")),
+			obtain:  redis.NewScript(luaSource(b, "lua/lib.lua", "lua/handover.lua", "lua/obtain.lua"))},
 		{name: "96ede5c",
-			release: redis.NewScript(oldHandover + read("testdata/scripts-96ede5c/release.lua")),
-			obtain:  redis.NewScript(oldHandover + read("testdata/scripts-96ede5c/obtain.lua"))},
+			release: redis.NewScript(luaSource(b, "testdata/scripts-96ede5c/handover.lua", "testdata/scripts-96ede5c/release.lua")),
+			obtain:  redis.NewScript(luaSource(b, "testdata/scripts-96ede5c/handover.lua", "testdata/scripts-96ede5c/obtain.lua"))},
 	}
 	noop := redis.NewScript("return 0")
 	evalsha := func() time.Duration {

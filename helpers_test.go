@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -165,3 +166,19 @@ type replyError string
 
 func (e replyError) Error() string { return string(e) }
 func (replyError) RedisError()     {}
+
+// luaSource returns the files at paths (relative to the module root, such
+// as "lua/obtain.lua") joined by newlines, as scripts.go joins a script's
+// parts (internal/script.New).
+func luaSource(t testing.TB, paths ...string) string {
+	t.Helper()
+	parts := make([]string, len(paths))
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts[i] = string(b)
+	}
+	return strings.Join(parts, "\n")
+}

@@ -2,9 +2,7 @@ package redislock_test
 
 import (
 	"context"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -197,15 +195,7 @@ func TestWaitForReleaseRequeueFreeKey(t *testing.T) {
 func TestObtainScriptRequeueWakesBlockedWaiter(t *testing.T) {
 	rdb := redistest.Standalone(t)
 	ctx := context.Background()
-	var src []string
-	for _, f := range []string{"lib", "handover", "obtain"} {
-		b, err := os.ReadFile("lua/" + f + ".lua")
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = append(src, string(b))
-	}
-	obtain := redis.NewScript(strings.Join(src, "\n"))
+	obtain := redis.NewScript(luaSource(t, "lua/lib.lua", "lua/handover.lua", "lua/obtain.lua"))
 	key := redistest.Key(t, "lock")
 	queue, wake := waitQueue(key), wakeList(key)
 	grants, theirs := key+":redislock:grant:w", key+":redislock:grant:x"
