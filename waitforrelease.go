@@ -28,14 +28,17 @@ import (
 // their block ends (within about a second).
 //
 // Use it for a lock that is contended and held briefly. It costs three
-// round trips per acquisition however many wait (two for a caller that
+// round trips per acquisition however many wait; two for a caller that
 // asks again, through the same Client, for a one-key lock whose Release
-// handed it to a waiter less than a second before: its first attempt then
-// goes with its first block), none more than a plain Obtain when the lock
-// is free and this Client did not just hand it over, one blocked connection per
-// go-redis client and key while goroutines wait (at most half the client's
-// pool), and two short-lived companion keys per lock key in its hash slot;
-// docs/waiting.md describes the mechanism and its figures.
+// handed it to a waiter less than a second before (the rule on a hot key):
+// its first attempt then goes with its first block, sent at once or, when
+// other goroutines of this process wait for the key through the same
+// go-redis client, when its turn among them comes. It costs none more than
+// a plain Obtain when the lock is free and this Client did not just hand
+// it over; one blocked connection per go-redis client and key while
+// goroutines wait (at most half the client's pool); and two short-lived
+// companion keys per lock key in its hash slot. docs/waiting.md describes
+// the mechanism and its figures.
 //
 // It composes with this package's wrappers: [LimitRetry] (WaitForRelease
 // (…), n) waits event-driven for at most n+1 attempts, where a wake-up, or

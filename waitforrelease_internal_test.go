@@ -3,6 +3,8 @@ package redislock
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -209,5 +211,148 @@ func TestWaitMarkedSleeperStaysRegistered(t *testing.T) {
 		if n := rdb.Exists(ctx, k).Val(); n != 0 {
 			t.Errorf("%s left behind", k)
 		}
+	}
+}
+
+// scriptCalls is a go-redis hook that records the scripts a client sends
+// alone (EVALSHA, EVAL) and the commands of its pipelines, once on.
+type scriptCalls struct {
+	mu    sync.Mutex
+	on    bool
+	alone int
+	pipes [][]string
+}
+
+func (s *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+			s.mu.Lock()
+			if s.on {
+				s.alone++
+			}
+			s.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (s *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var names []string
+		for _, cmd := range cmds {
+			names = append(names, cmd.Name())
+		}
+		s.mu.Lock()
+		if s.on && slices.Contains(names, "blmove") {
+			s.pipes = append(s.pipes, names)
+		}
+		s.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func (s *scriptCalls) start() {
+	s.mu.Lock()
+	s.on = true
+	s.mu.Unlock()
+}
+
+func (s *scriptCalls) get() (int, [][]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.alone, slices.Clone(s.pipes)
+}
+
+// A releaser that asks again while other goroutines of its process wait
+// for the key through the same go-redis client joins their group and
+// sends nothing until the lead passes to it; then its first attempt goes
+// with its first block. Before, it sent a failed attempt first. Not
+// parallel: it counts the waits of handoff.Default.
+func TestWaitForReleaseRequeueJoinsGroup(t *testing.T) {
+	srv := redistest.SharedServer(t, redistest.Redis)
+	ctx := context.Background()
+	admin := srv.Client(t)
+	key := redistest.Key(t, "lock")
+	companions, _ := handoff.Companions([]string{key})
+	queue := companions[1]
+	opt := &Options{RetryStrategy: WaitForRelease(nil)}
+	o := srv.Options()
+	o.ClientName = "joins-" + redistest.Tag(t)
+	shared := redis.NewClient(o)
+	defer shared.Close()
+	calls := &scriptCalls{}
+	shared.AddHook(calls)
+	locker := New(shared)
+	type result struct {
+		lock *Lock
+		err  error
+	}
+	obtain := func() <-chan result {
+		done := make(chan result, 1)
+		go func() {
+			l, err := locker.Obtain(ctx, key, time.Minute, opt)
+			done <- result{l, err}
+		}()
+		return done
+	}
+	got := func(what string, done <-chan result) *Lock {
+		t.Helper()
+		r := <-done
+		if r.err != nil {
+			t.Fatalf("%s: %v", what, r.err)
+		}
+		return r.lock
+	}
+	// blocks reports whether a connection of the shared client blocks.
+	blocks := func() bool {
+		for line := range strings.SplitSeq(admin.ClientList(ctx).Val(), "\n") {
+			if strings.Contains(line, " name="+o.ClientName+" ") && strings.Contains(line, " cmd=blmove ") {
+				return true
+			}
+		}
+		return false
+	}
+	a, err := locker.Obtain(ctx, key, time.Minute, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two goroutines wait: the first leads (blocks), the second sleeps.
+	cDone := obtain()
+	for admin.ZCard(ctx, queue).Val() != 1 || !blocks() {
+	}
+	eDone := obtain()
+	for admin.ZCard(ctx, queue).Val() != 2 {
+	}
+	// The release hands the lock to the first; the second then leads.
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := got("the first waiter", cDone)
+	for !blocks() {
+	}
+	calls.start()
+	aDone := obtain()
+	for waits, _, _ := handoff.Default.Waits(); waits != 2; waits, _, _ = handoff.Default.Waits() {
+	}
+	if err := c.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e := got("the second waiter", eDone)
+	// The lead passes to the releaser, which blocks.
+	for _, pipes := calls.get(); len(pipes) == 0 || !blocks(); _, pipes = calls.get() {
+	}
+	if err := e.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = got("the releaser's second Obtain", aDone).Release(ctx)
+	alone, pipes := calls.get()
+	// Scripts sent alone: the two releases (and the last one), no attempt.
+	if alone != 3 {
+		t.Errorf("%d scripts sent alone, want the 3 releases: the releaser's first attempt goes with its block", alone)
+	}
+	if want := []string{"evalsha", "blmove", "evalsha", "pexpire"}; len(pipes) == 0 || !slices.Equal(pipes[0], want) {
+		t.Errorf("pipelines %q, want the first to be %q", pipes, want)
 	}
 }

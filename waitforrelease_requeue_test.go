@@ -215,8 +215,8 @@ func TestObtainScriptRequeueWakesBlockedWaiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok := reply.([]any); !ok || len(r) != 3 || r[0] != int64(-1) || r[1] != int64(1) || r[2] != int64(0) {
-		t.Errorf("reply %v, want [-1 1 0]", reply)
+	if reply != int64(-1) {
+		t.Errorf("reply %v, want -1 (not obtained; the code alone)", reply)
 	}
 	if got := <-woken; got != "~free" {
 		t.Errorf("the blocked waiter got %q, want the wake-up without reservation", got)
@@ -230,6 +230,49 @@ func TestObtainScriptRequeueWakesBlockedWaiter(t *testing.T) {
 	}
 	if v := rdb.LRange(ctx, grants, 0, -1).Val(); !slices.Equal(v, []string{"~"}) || rdb.PTTL(ctx, grants).Val() <= 0 {
 		t.Errorf("grant list %q with PTTL %v, want the placeholder with a TTL", v, rdb.PTTL(ctx, grants).Val())
+	}
+}
+
+// The requeue attempt on a key another holds (a releaser that joined its
+// group registers when the lead passes to it, after the previous leader
+// took the key) reads no expiry and replies one integer: the wait reads
+// neither. It registers the waiter as any failed attempt does.
+func TestObtainScriptRequeueHeldKey(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t, redistest.Redis).Client(t)
+	ctx := context.Background()
+	obtain := redis.NewScript(luaSource(t, "lua/lib.lua", "lua/handover.lua", "lua/obtain.lua"))
+	key := redistest.Key(t, "lock")
+	queue, wake := waitQueue(key), wakeList(key)
+	grants := key + ":redislock:grant:w"
+	if err := rdb.Set(ctx, key, "5:other:0:", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := obtain.Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := obtain.EvalSha(ctx, rdb, []string{key, queue, wake, grants}, "tok", "", 60000, "0", "w", 3000, 100, "", 1, "2").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply != int64(-101) {
+		t.Errorf("reply %v, want -101: the code alone, from the reservation's life", reply)
+	}
+	stats, err := rdb.InfoMap(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := stats["Commandstats"]["cmdstat_pttl"]; ok {
+		t.Errorf("the requeue attempt read the holder's expiry: %s", v)
+	}
+	if score, err := rdb.ZScore(ctx, queue, "w").Result(); err != nil || score <= float64(time.Now().UnixMilli()) {
+		t.Errorf("registration %v (%v), want a live one", score, err)
+	}
+	if v := rdb.Get(ctx, key).Val(); v != "5:other:0:" {
+		t.Errorf("the key holds %q, want the holder's value", v)
 	}
 }
 

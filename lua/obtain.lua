@@ -56,8 +56,9 @@
 --   -1     not obtained; a key held by another has no expiry.
 --   < -1   not obtained; -(ms + 1), where ms is the longest remaining PTTL
 --          of the keys held by others (when the lock can be free again).
--- Reply with a waiter: the same integer when obtained; when not (always
--- with ARGV[10] "2"), an array
+-- Reply with a waiter: the same integer when obtained; when not, an array
+-- (with ARGV[10] "2", whose reply the caller does not read, the code alone,
+-- -(ARGV[7] + 1) when the keys are held: no PTTL is read)
 --   {code, i, reserved}: code as above; i the index (1-based) of the lock key
 --   that blocks longest; reserved 1 when that key is a reservation for
 --   another waiter's grant, else 0. The waiter is then registered in the
@@ -122,8 +123,9 @@ for i = 1, n do
       blocked = true
       local res = string.match(v, "^%d+:~") ~= nil
       local ms
-      if res and waiter and n == 1 then
-        -- A waiter does not time its wake-up by a reservation.
+      if requeue or (res and waiter and n == 1) then
+        -- A waiter does not time its wake-up by a reservation, and the
+        -- reply of a requeue attempt is not read.
         ms = tonumber(ARGV[7])
       else
         ms = redis.call("PTTL", KEYS[i])
@@ -173,6 +175,9 @@ if blocked or (requeue and waiter) then
   if granted then
     handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
   end
+  -- The caller does not read a requeue attempt's reply: one integer
+  -- costs the server less than an array.
+  if requeue then return code end
   local r = 0
   if reserved then r = 1 end
   return {code, blocker, r}

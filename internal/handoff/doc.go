@@ -28,7 +28,8 @@
 // -1 when the key that holds it up has no expiry, -(ms+1) when it expires
 // in ms (at most: the wait reads no expiry of a reserved key); i the
 // 1-based index of that key; reserved 1 when that key is reserved for
-// another waiter's grant. A failed attempt registers the waiter in key i's
+// another waiter's grant (the requeue attempt, whose reply the wait does
+// not read, may reply the code alone). A failed attempt registers the waiter in key i's
 // queue; an obtaining one removes it from every queue. The grant list:
 // every attempt but the first takes it whole (LPOP of two: a grant that
 // BLMOVE pushed at its head, then the placeholder "~"), and a failed one
@@ -42,7 +43,8 @@
 //
 // [Registry.Wait] is a small state machine: attempting (one script call),
 // requeuing (the first attempt, the first block and the attempt after it,
-// in one pipeline, for a caller that handed the keys over a moment ago),
+// in one pipeline, for a caller that handed the keys over a moment ago: at
+// once, or when the lead of its group passes to it),
 // blocking (BLMOVE from the wake-up list to the grant list and the
 // attempt, in one pipeline: Redis runs the attempt as soon as a release
 // serves the block), sleeping (in the group of goroutines

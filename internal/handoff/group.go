@@ -45,6 +45,7 @@ type member struct {
 	renewed time.Time // a time before its last registration or renewal; guarded by the group's mu
 
 	noLead bool // too little time left to block; guarded by the group's mu
+	quiet  bool // joined without attempting (see joinQuiet); guarded by the group's mu
 	now    bool // attempt at once (see Request.Shared); guarded by the group's mu
 }
 
@@ -177,6 +178,16 @@ func (g *group) leadAlone(m *member) bool {
 	return false
 }
 
+// joinQuiet reports whether m's group has other members, and if so marks
+// m as a member that waits for the lead without a registration of its own
+// (a requeue, see wait.requeue): next does not name it for a renewal.
+func (g *group) joinQuiet(m *member) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m.quiet = len(g.members) > 1 || (len(g.members) == 1 && g.members[0] != m)
+	return m.quiet
+}
+
 // wakeAll tells every member but m to attempt at once, without blocking
 // (see [Request.Shared]).
 func (g *group) wakeAll(m *member) {
@@ -204,6 +215,10 @@ func (g *group) next(m *member, now time.Time) string {
 	defer g.mu.Unlock()
 	for _, o := range g.members {
 		if o != m {
+			if o.quiet && o.renewed.IsZero() {
+				// Not registered yet: it registers as it blocks.
+				return ""
+			}
 			if o.renewed.After(m.renewed) && now.Sub(o.renewed) < renewAfter {
 				return ""
 			}

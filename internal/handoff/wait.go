@@ -116,10 +116,14 @@ type Request struct {
 	// keys: when it finds them free it wakes the client blocked longest
 	// on the wake-up list (a waiter that came first, or this block). The
 	// waiting script must know the requeue attempt (obtain.lua's ARGV[10]
-	// "2"). It applies to one key, on a client that blocks, when no other
-	// wait of the Registry is in the key's group; otherwise the wait
-	// starts as any other. The first attempt is not counted as an attempt
-	// of its own (MaxAttempts, Attempted).
+	// "2"). It applies to one key, on a client that blocks. When other
+	// waits of the Registry are in the key's group, the wait sends nothing
+	// until the lead passes to it: it sleeps unregistered (the group's
+	// leader is registered and blocks for the group), then sends that
+	// round trip. Otherwise (several keys, a client that cannot block, too
+	// little time to block) the wait starts as any other. The first
+	// attempt is not counted as an attempt of its own (MaxAttempts,
+	// Attempted).
 	Requeue bool
 	// Attempted, when not nil, is called on the waiting goroutine after
 	// each attempt: whether it obtained the keys, whether it was sent with
@@ -189,7 +193,7 @@ type state uint8
 
 const (
 	attempting state = iota // send an attempt without blocking
-	requeuing               // lead the group at once: the first attempt, a block and an attempt, in one round trip (Request.Requeue)
+	requeuing               // lead the group, not registered yet: the first attempt, a block and an attempt, in one round trip (Request.Requeue)
 	blocking                // lead the group: block on the wake-up list, then attempt, in one round trip
 	sleeping                // in the group: wait for the lead, or until it is time to attempt
 	pausing                 // after a transient error: sleep the backoff, then attempt
@@ -311,18 +315,29 @@ func (w *wait) start(ctx context.Context, longest time.Duration) {
 	}
 }
 
-// requeue makes the wait start in the requeuing state when it may lead
-// its group at once (it is the group's only member, and one of the
-// client's blocking connections is free) and has time enough to block.
+// requeue makes a wait that has time enough to block skip its attempt
+// alone. When it may lead its group at once (it is the group's only
+// member, and one of the client's blocking connections is free) it starts
+// in the requeuing state. When the group has other members, another wait
+// of this process for the key leads or will: it starts sleeping, without
+// a registration of its own (the group's leader is registered), and
+// requeues when the lead passes to it (see sleep).
 func (w *wait) requeue(ctx context.Context) {
+	now := time.Now()
 	block := min(firstBlock, w.m.longest)
 	if d, ok := ctx.Deadline(); ok {
-		block = min(block, time.Until(d)-w.slack)
+		block = min(block, d.Sub(now)-w.slack)
 	}
-	if block < minBlock || !w.g.leadAlone(w.m) {
+	if block < minBlock {
 		return
 	}
-	w.block, w.state = block, requeuing
+	if w.g.leadAlone(w.m) {
+		w.block, w.state = block, requeuing
+		return
+	}
+	if w.g.joinQuiet(w.m) {
+		w.m.since, w.state = now, sleeping
+	}
 }
 
 // attempt sends one attempt: plain when polling, with the waiter's
@@ -348,8 +363,8 @@ func (w *wait) attempt(ctx context.Context) {
 	case polling:
 		v, err = w.conn.attempt(ctx, w.req.CallKeys, w.req.CallArgs)
 	case requeuing:
-		// The registration, with no successor to renew: the wait has not
-		// registered yet, and is the group's only member.
+		// The registration: it never obtains the keys, so it names no
+		// successor to renew.
 		first := append(w.first[:0], w.args...)
 		first[len(first)-3], first[len(first)-2], first[len(first)-1] = "", int64(1), requeueAttempt
 		w.args[len(w.args)-1] = laterAttempt
@@ -491,6 +506,10 @@ func (w *wait) sleep(ctx context.Context) {
 	switch {
 	case err != nil:
 		w.finish(&EndedError{err})
+	case block > 0 && !w.sentWaiter:
+		// A requeue that joined its group (see requeue): it has not
+		// attempted yet.
+		w.block, w.state = block, requeuing
 	case block > 0:
 		w.block, w.state = block, blocking
 	default:

@@ -205,6 +205,22 @@ func TestGroupNextRenewal(t *testing.T) {
 	if got := g.next(next, t0); got != "" {
 		t.Errorf("next after b: %q, want none (a is younger and fresh)", got)
 	}
+	// A requeue that joined the group has no registration to renew.
+	quiet := newMember("c")
+	r.join(client, "wake", quiet)
+	if !g.joinQuiet(quiet) {
+		t.Error("joinQuiet: no other member")
+	}
+	r.leave(g, next)
+	if got := g.next(leader, t0); got != "" {
+		t.Errorf("next before a requeue that has not registered: %q, want none", got)
+	}
+	g.registered(quiet, t0)
+	if got := g.next(leader, t0.Add(time.Millisecond)); got != "c" {
+		t.Errorf("next before a requeue that registered as old as the leader: %q, want c", got)
+	}
+	r.leave(g, quiet)
+	r.join(client, "wake", next)
 	r.leave(g, next)
 	if got := g.next(leader, t0); got != "" {
 		t.Errorf("next of the only member: %q, want none", got)
@@ -316,36 +332,74 @@ func TestGroupBlockSlots(t *testing.T) {
 	})
 }
 
-// A requeue (Request.Requeue) starts with a block whose pipeline carries
-// the first attempt, when the wait is alone in its group; with another
-// wait in the group it starts as any other, with an attempt of its own.
-// The first attempt is not an attempt of MaxAttempts.
+// A requeue (Request.Requeue) sends no attempt alone: alone in its group,
+// or in a group whose other member does not lead, it starts with a block
+// whose pipeline carries the first attempt; in a group whose other member
+// leads, it sends nothing until the lead passes to it, then the same. The
+// first attempt is not an attempt of MaxAttempts.
 func TestWaitRequeue(t *testing.T) {
-	for _, alone := range []bool{true, false} {
+	for _, c := range []string{"alone", "joins a group that does not block", "joins a group that blocks"} {
 		synctest.Test(t, func(t *testing.T) {
 			reg := NewRegistry()
+			m := &model{tickLate: time.Millisecond}
 			req := request(time.Minute)
 			req.Requeue, req.MaxAttempts = true, 2
-			if !alone {
-				c, _ := Companions(req.Keys)
-				reg.join(req.Client, c[2], newMember("other"))
+			leaderDone := make(chan error, 1)
+			leaderCtx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			switch c {
+			case "joins a group that does not block":
+				co, _ := Companions(req.Keys)
+				other := newMember("other")
+				g := reg.join(req.Client, co[2], other)
+				defer reg.leave(g, other)
+			case "joins a group that blocks":
+				// A wait of the process leads: its attempt fails, and it
+				// blocks until its context ends.
+				leader := request(time.Minute)
+				leader.Client = req.Client
+				go func() {
+					_, err := reg.run(leaderCtx, leader, m, maxBlock)
+					leaderDone <- err
+				}()
+				synctest.Wait()
+				if !slices.Equal(m.calls, []string{"attempt", "block"}) {
+					t.Fatalf("the leader's calls: %q", m.calls)
+				}
 			}
-			m := &model{tickLate: time.Millisecond}
-			_, err := reg.run(context.Background(), req, m, maxBlock)
-			if !errors.Is(err, ErrGaveUp) {
-				t.Fatalf("alone %v: %v, want ErrGaveUp", alone, err)
-			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := reg.run(context.Background(), req, m, maxBlock)
+				done <- err
+			}()
 			want := []string{"requeue", "block"}
-			if !alone {
-				// With the other member (which never leads here) in the
-				// group, the wait attempts first, then takes the lead.
-				want = []string{"attempt", "block"}
+			if c == "joins a group that blocks" {
+				synctest.Wait()
+				if len(m.calls) != 2 {
+					t.Errorf("the requeue sent %q while the group's leader blocked, want nothing", m.calls[2:])
+				}
+				// The leader gives up; its block ends, and the lead passes.
+				cancel()
+				if err := <-leaderDone; !errors.Is(err, context.Canceled) {
+					t.Errorf("the leader: %v", err)
+				}
+				want = []string{"attempt", "block", "requeue", "block"}
+			}
+			if err := <-done; !errors.Is(err, ErrGaveUp) {
+				t.Fatalf("%s: %v, want ErrGaveUp", c, err)
 			}
 			if !slices.Equal(m.calls, want) {
-				t.Errorf("alone %v: calls %q, want %q", alone, m.calls, want)
+				t.Errorf("%s: calls %q, want %q", c, m.calls, want)
 			}
-			if alone && (len(m.blocks) == 0 || m.blocks[0] != firstBlock) {
-				t.Errorf("blocks %v, want the first of %v", m.blocks, firstBlock)
+			// A block lasts as long as the wait has waited, at least
+			// firstBlock: the requeue that joined waited for the leader's
+			// block, which ended a tick late.
+			wantBlock := firstBlock
+			if c == "joins a group that blocks" {
+				wantBlock = firstBlock + m.tickLate
+			}
+			if b := m.blocks[len(m.blocks)-2]; b != wantBlock {
+				t.Errorf("%s: blocks %v, want the requeue's of %v", c, m.blocks, wantBlock)
 			}
 		})
 	}
