@@ -127,6 +127,7 @@ func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duratio
 		Transient:   script.Transient,
 		Attempted:   lock.hookAttempted(ctx),
 		Requeue:     len(lock.keys) == 1 && c.requeue.take(lock.keys[0]),
+		Successors:  true,
 	}
 	out, err := c.registry.Wait(ctx, &req.Request)
 	if out.Obtained {

@@ -276,6 +276,48 @@ func TestObtainScriptRequeueHeldKey(t *testing.T) {
 	}
 }
 
+// An attempt that obtains the key and names an unregistered successor
+// ("+<id>", internal/handoff's Request.Successors) registers it and leaves
+// the placeholder in its grant list (the last key), fenced or not.
+func TestObtainScriptAdoptsSuccessor(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	obtain := redis.NewScript(luaSource(t, "lua/lib.lua", "lua/handover.lua", "lua/obtain.lua"))
+	for _, fenced := range []bool{false, true} {
+		key := redistest.Key(t, "lock")
+		if fenced {
+			key = redistest.Key(t, "fenced")
+		}
+		queue, wake := waitQueue(key), wakeList(key)
+		grants, theirs := key+":redislock:grant:w", key+":redislock:grant:n"
+		fence := key + ":fence"
+		t.Cleanup(func() { rdb.Del(ctx, key, queue, wake, grants, theirs, fence) })
+		keys, tag := []string{key, queue, wake, grants, theirs}, "0"
+		if fenced {
+			keys, tag = []string{key, fence, queue, wake, grants, theirs}, "deadbeef"
+		}
+		reply, err := obtain.Run(ctx, rdb, keys, "tok", "", 60000, tag, "w", 3000, 100, "+n", 1, "1").Int64()
+		if err != nil || reply < 0 || (fenced && reply == 0) {
+			t.Fatalf("fenced %v: reply %d, %v; want the lock", fenced, reply, err)
+		}
+		if v := rdb.Get(ctx, key).Val(); v[:6] != "3:tok:" {
+			t.Errorf("fenced %v: the key holds %q", fenced, v)
+		}
+		if score, err := rdb.ZScore(ctx, queue, "n").Result(); err != nil || score <= float64(time.Now().UnixMilli()) {
+			t.Errorf("fenced %v: the successor's registration %v (%v), want a live one", fenced, score, err)
+		}
+		if n := rdb.ZCard(ctx, queue).Val(); n != 1 {
+			t.Errorf("fenced %v: %d entries in the queue, want the successor's", fenced, n)
+		}
+		if v := rdb.LRange(ctx, theirs, 0, -1).Val(); !slices.Equal(v, []string{"~"}) || rdb.PTTL(ctx, theirs).Val() <= 0 {
+			t.Errorf("fenced %v: the successor's grant list %q with PTTL %v, want the placeholder with a TTL", fenced, v, rdb.PTTL(ctx, theirs).Val())
+		}
+		if keys := keysWithoutTTL(t, rdb, key+"*"); len(keys) != 0 && !(fenced && len(keys) == 1 && keys[0] == fence) {
+			t.Errorf("fenced %v: keys without expiry: %q", fenced, keys)
+		}
+	}
+}
+
 // A requeue whose scripts the server forgot (a restart, a failover) still
 // waits and obtains, and leaves no key without an expiry: the first
 // attempt is lost (NOSCRIPT), the block and the attempt after it (sent

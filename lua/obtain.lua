@@ -12,6 +12,8 @@
 --                     A registration leaves it holding the placeholder "~"
 --                     with a TTL of twice ARGV[6], so that BLMOVE pushes
 --                     onto a list that expires by itself.
+-- KEYS[f+2n+2]        only when ARGV[8] starts with "+": the grant list
+--                     of that successor.
 --
 -- ARGV[1]     the token.
 -- ARGV[2]     the metadata.
@@ -29,7 +31,12 @@
 --             moment it blocks in our place (only if: it may have obtained
 --             or left meanwhile, and must not be registered again). The
 --             caller names it only when its registration is old enough to
---             lapse during its block.
+--             lapse during its block. "+<id>" names one that has not
+--             registered (it joined its group with a requeue, see
+--             internal/handoff's Request.Successors), whose grant list is
+--             then the last key: when the lock is obtained it is registered
+--             there as a failed attempt would register it (lapsed entries
+--             dropped first), and its grant list gets the placeholder.
 -- ARGV[10]    optional: "1" when this is the waiter's first attempt: it has
 --             no registration and no grant list yet, so neither is looked
 --             at (no LPOP, no ZREM). "2" for a first attempt sent in one
@@ -82,8 +89,12 @@
 local token, meta, ttl = ARGV[1], ARGV[2], ARGV[3]
 local fenced = ARGV[4] ~= "0"
 local waiter = ARGV[5]
+-- A successor named "+<id>" (ARGV[8]) is registered, and its grant list
+-- is the last key.
+local adopt = waiter and string.byte(ARGV[8] or "", 1) == 43
 local n = #KEYS
 if fenced then n = n - 1 end
+if adopt then n = n - 1 end
 if waiter then n = (n - 1) / 3 end
 local f = n
 if fenced then f = n + 1 end
@@ -241,7 +252,16 @@ if waiter then
   if next and next ~= "" and j and j >= 1 and j <= n then
     local life = tonumber(ARGV[6])
     local _, now = clock()
-    if redis.call("ZADD", KEYS[f + j], "XX", "CH", now + life, next) == 1 then
+    if adopt then
+      -- A successor that has not registered: its registration, as a
+      -- failed attempt makes it, and its grant list's placeholder.
+      local queue, theirs = KEYS[f + j], KEYS[#KEYS]
+      redis.call("ZREMRANGEBYSCORE", queue, -now, now)
+      redis.call("ZADD", queue, now + life, string.sub(next, 2))
+      redis.call("PEXPIRE", queue, life)
+      redis.call("RPUSH", theirs, "~")
+      redis.call("PEXPIRE", theirs, 2 * life)
+    elseif redis.call("ZADD", KEYS[f + j], "XX", "CH", now + life, next) == 1 then
       redis.call("PEXPIRE", KEYS[f + j], life)
     end
   end

@@ -44,9 +44,13 @@ type member struct {
 
 	renewed time.Time // a time before its last registration or renewal; guarded by the group's mu
 
-	noLead bool // too little time left to block; guarded by the group's mu
-	quiet  bool // joined without attempting (see joinQuiet); guarded by the group's mu
-	now    bool // attempt at once (see Request.Shared); guarded by the group's mu
+	grants string // its grant list (see GrantList)
+
+	noLead  bool   // too little time left to block; guarded by the group's mu
+	quiet   bool   // joined without attempting (see joinQuiet); guarded by the group's mu
+	adopted bool   // registered by the script of the leader before it (see adopt); guarded by the group's mu
+	plus    string // "+" and its id, once named for adoption; guarded by the group's mu
+	now     bool   // attempt at once (see Request.Shared); guarded by the group's mu
 }
 
 func newMember(id string) *member {
@@ -210,22 +214,52 @@ func (g *group) unblock() { g.reg.release(g.state) }
 // so that member's is renewed when it may have been marked in m's place
 // (it is not younger than m's), or when it is old enough (renewAfter, at
 // now) to lapse during its block; otherwise the renewal is left out.
-func (g *group) next(m *member, now time.Time) string {
+//
+// A member that joined quietly and has not registered (see joinQuiet) has
+// nothing to renew: with adopt false, next returns ""; with adopt true
+// (the caller's script registers a successor named "+<id>", see
+// [Request.Successors]) it returns "+<id>", the member's grant list
+// (which that script gives the placeholder) and the member, for adopt once
+// the script has obtained the keys.
+func (g *group) next(m *member, now time.Time, adopt bool) (id, grants string, o *member) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, o := range g.members {
 		if o != m {
 			if o.quiet && o.renewed.IsZero() {
-				// Not registered yet: it registers as it blocks.
-				return ""
+				if !adopt {
+					return "", "", nil
+				}
+				if o.plus == "" {
+					o.plus = "+" + o.id
+				}
+				return o.plus, o.grants, o
 			}
 			if o.renewed.After(m.renewed) && now.Sub(o.renewed) < renewAfter {
-				return ""
+				return "", "", nil
 			}
-			return o.id
+			return o.id, "", nil
 		}
 	}
-	return ""
+	return "", "", nil
+}
+
+// adopt records that the script of the member before o registered o at a
+// time after at, and left the placeholder in its grant list: o then
+// blocks without a registration of its own (see adopted).
+func (g *group) adopt(o *member, at time.Time) {
+	g.mu.Lock()
+	o.renewed, o.adopted = at, true
+	g.mu.Unlock()
+}
+
+// adopted reports whether m was adopted (see adopt) and forgets it.
+func (g *group) adopted(m *member) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a := m.adopted
+	m.adopted = false
+	return a
 }
 
 // registered records that m registered (or renewed its registration) at

@@ -38,10 +38,10 @@ type conn interface {
 	// the waiting script right after, in one round trip. moveErr is the
 	// blocking call's own error (nil when it moved a grant or timed out).
 	// With first not nil (see [Request.Requeue]), the waiter's first
-	// attempt, with args first, goes before the block in the same
-	// pipeline; its reply is not read (the one after the block says what
-	// came of the wait).
-	blockAndAttempt(ctx context.Context, first, move []any, d time.Duration, keys []string, args []any) (reply any, moveErr, err error)
+	// attempt, with keys firstKeys and args first, goes before the block
+	// in the same pipeline; its reply is not read (the one after the block
+	// says what came of the wait).
+	blockAndAttempt(ctx context.Context, firstKeys []string, first, move []any, d time.Duration, keys []string, args []any) (reply any, moveErr, err error)
 	// leave runs the leave script.
 	leave(ctx context.Context, keys []string, args []any)
 	// tick returns how late the server may end a blocking call.
@@ -61,12 +61,12 @@ func (c *redisConn) attempt(ctx context.Context, keys []string, args []any) (any
 	return c.obtain.Run(ctx, c.client, keys, args...).Result()
 }
 
-func (c *redisConn) blockAndAttempt(ctx context.Context, first, moveArgs []any, _ time.Duration, keys []string, args []any) (any, error, error) {
+func (c *redisConn) blockAndAttempt(ctx context.Context, firstKeys []string, first, moveArgs []any, _ time.Duration, keys []string, args []any) (any, error, error) {
 	p := c.pipe.Pipeline()
 	if first != nil {
 		// It registers the waiter and leaves the grant list's placeholder
 		// (lua/obtain.lua).
-		c.obtain.Queue(ctx, p, keys, first...)
+		c.obtain.Queue(ctx, p, firstKeys, first...)
 	}
 	move := redis.NewCmd(ctx, moveArgs...)
 	_ = p.Process(ctx, move) // queued: the pipeline's Exec sends it
@@ -78,7 +78,7 @@ func (c *redisConn) blockAndAttempt(ctx context.Context, first, moveArgs []any, 
 		// Where the scripts did not run (NOSCRIPT: the first is not sent
 		// again, the attempt is, with EVAL), the grant list that BLMOVE may
 		// have made still gets a TTL.
-		p.PExpire(ctx, keys[len(keys)-1], placeholderLife)
+		p.PExpire(ctx, firstKeys[len(firstKeys)-1], placeholderLife)
 	}
 	_, _ = p.Exec(ctx)
 	moveErr := move.Err()

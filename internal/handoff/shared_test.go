@@ -31,7 +31,7 @@ func (m *sharedModel) reply() any {
 
 func (m *sharedModel) attempt(context.Context, []string, []any) (any, error) { return m.reply(), nil }
 
-func (m *sharedModel) blockAndAttempt(_ context.Context, _, _ []any, d time.Duration, _ []string, _ []any) (any, error, error) {
+func (m *sharedModel) blockAndAttempt(_ context.Context, _ []string, _, _ []any, d time.Duration, _ []string, _ []any) (any, error, error) {
 	m.mu.Lock()
 	m.blocks++
 	m.mu.Unlock()

@@ -125,6 +125,16 @@ type Request struct {
 	// attempt is not counted as an attempt of its own (MaxAttempts,
 	// Attempted).
 	Requeue bool
+	// Successors says that the waiting script registers the member of
+	// this process that leads after the wait, when the attempt after a
+	// block obtains the keys and that member joined its group with a
+	// requeue and has not registered yet: the script is then given
+	// "+<id>" in place of the successor's id, and that member's grant list
+	// as its last key (obtain.lua), registers it in the queue of the key
+	// and leaves the placeholder in its grant list. That member then
+	// blocks without a registration of its own. Without it, such a
+	// member sends its own (see Requeue).
+	Successors bool
 	// Attempted, when not nil, is called on the waiting goroutine after
 	// each attempt: whether it obtained the keys, whether it was sent with
 	// a block on the wake-up list (obtaining then means a release handed
@@ -208,16 +218,18 @@ type wait struct {
 	conn  conn
 	state state
 
-	m      *member // mem
-	mem    member
-	rc     redisConn // the conn of a wait on a server
-	g      *group    // the group of the list the member waits on; nil when polling
-	lists  []string  // the wake-up list of each lock key
-	keys   []string  // the waiting script's keys: CallKeys, queues, wake-up lists, grants
-	args   []any     // its args: CallArgs, id, registration, reservation, successor, index, first
-	leaves []string  // the leave script's keys
-	move   []any     // the blocking call's command (see moveArgs)
-	first  [12]any   // storage of a requeue's first attempt's args, when they fit
+	m        *member // mem
+	mem      member
+	rc       redisConn // the conn of a wait on a server
+	g        *group    // the group of the list the member waits on; nil when polling
+	lists    []string  // the wake-up list of each lock key
+	keys     []string  // the waiting script's keys: CallKeys, queues, wake-up lists, grants
+	args     []any     // its args: CallArgs, id, registration, reservation, successor, index, first
+	leaves   []string  // the leave script's keys
+	move     []any     // the blocking call's command (see moveArgs)
+	heir     *member   // the member the last attempt registered if it obtained (see successor)
+	heirKeys []string  // storage of the keys of an attempt that registers heir
+	first    [12]any   // storage of a requeue's first attempt's args, when they fit
 
 	registered bool          // in a wait queue: the last attempt failed, or may have
 	sentWaiter bool          // an attempt with the waiter's part was sent: it may have a registration and a grant list
@@ -282,6 +294,7 @@ func (w *wait) start(ctx context.Context, longest time.Duration) {
 	}
 	n := len(req.Keys)
 	w.lists = release[2*n:]
+	w.m.grants = grants
 	w.g = w.reg.join(req.Client, w.lists[0], w.m)
 	if longest > 0 {
 		w.slack = w.conn.tick(ctx)
@@ -345,6 +358,7 @@ func (w *wait) requeue(ctx context.Context) {
 func (w *wait) attempt(ctx context.Context) {
 	sent := time.Now()
 	read := sent
+	w.heir = nil
 	var (
 		v       any
 		moveErr error
@@ -368,20 +382,16 @@ func (w *wait) attempt(ctx context.Context) {
 		first := append(w.first[:0], w.args...)
 		first[len(first)-3], first[len(first)-2], first[len(first)-1] = "", int64(1), requeueAttempt
 		w.args[len(w.args)-1] = laterAttempt
-		w.args[len(w.args)-3] = w.g.next(w.m, sent)
 		w.args[len(w.args)-2] = int64(1)
-		v, moveErr, err = w.conn.blockAndAttempt(ctx, first, w.moveArgs(), w.block, w.keys, w.args)
+		keys := w.successor(sent)
+		v, moveErr, err = w.conn.blockAndAttempt(ctx, w.keys, first, w.moveArgs(), w.block, keys, w.args)
 		w.g.unblock()
 		w.block = 0
 		read = time.Now()
 	case blocking:
-		// The member that would lead after this one: if this attempt
-		// obtains the keys, it renews that member's registration when it
-		// is old enough to lapse during the block that member then makes
-		// in its place.
-		w.args[len(w.args)-3] = w.g.next(w.m, sent)
 		w.args[len(w.args)-2] = int64(w.last.blocker + 1)
-		v, moveErr, err = w.conn.blockAndAttempt(ctx, nil, w.moveArgs(), w.block, w.keys, w.args)
+		keys := w.successor(sent)
+		v, moveErr, err = w.conn.blockAndAttempt(ctx, nil, nil, w.moveArgs(), w.block, keys, w.args)
 		w.g.unblock()
 		w.block = 0
 		// The attempt ran when the block ended, not when it was sent:
@@ -405,6 +415,10 @@ func (w *wait) attempt(ctx context.Context) {
 			w.req.Attempted(r.obtained, blocked, nil)
 		}
 		if r.obtained {
+			if w.heir != nil {
+				// The script registered the member that leads next.
+				w.g.adopt(w.heir, sent)
+			}
 			w.registered = false
 			w.out = Outcome{Obtained: true, Value: r.value, Sent: sent}
 			if blocked && w.req.Shared {
@@ -468,6 +482,25 @@ func (w *wait) attempt(ctx context.Context) {
 	w.state = sleeping
 }
 
+// successor names, in w.args, the member of the group that would lead
+// after this one, for the attempt that follows a block (see group.next):
+// if the attempt obtains the keys, it renews that member's registration
+// when it is old enough to lapse during the block that member then makes
+// in its place, or registers a member that joined quietly (with
+// Request.Successors). It returns the attempt's keys: w.keys, and then
+// that member's grant list when it is registered there.
+func (w *wait) successor(sent time.Time) []string {
+	next, grants, heir := w.g.next(w.m, sent, w.req.Successors)
+	w.args[len(w.args)-3], w.heir = next, heir
+	if heir == nil {
+		return w.keys
+	}
+	if w.heirKeys == nil {
+		w.heirKeys = append(make([]string, 0, len(w.keys)+1), w.keys...)
+	}
+	return append(w.heirKeys[:len(w.keys)], grants)
+}
+
 // moveArgs returns the blocking call of the member that leads w.g: BLMOVE
 // from the group's wake-up list to the member's grant list, blocking for
 // w.block (in seconds, to the millisecond). Its arguments are boxed once
@@ -503,6 +536,11 @@ func (w *wait) sleep(ctx context.Context) {
 		w.g = w.reg.join(w.req.Client, list, w.m)
 	}
 	block, err := w.g.wait(ctx, w.m, until, w.slack)
+	if w.g.adopted(w.m) {
+		// The script of the member that led before registered this one
+		// and gave its grant list the placeholder.
+		w.sentWaiter, w.registered = true, true
+	}
 	switch {
 	case err != nil:
 		w.finish(&EndedError{err})
@@ -572,7 +610,8 @@ func (w *wait) leave(ctx context.Context) {
 	var next string
 	var index int64 = 1
 	if w.g != nil {
-		next, index = w.g.next(w.m, time.Now()), int64(w.last.blocker+1)
+		next, _, _ = w.g.next(w.m, time.Now(), false)
+		index = int64(w.last.blocker + 1)
 		w.reg.leave(w.g, w.m)
 		w.g = nil
 	}

@@ -29,6 +29,9 @@ type model struct {
 	blocks    []time.Duration
 	left      int
 	calls     []string // "attempt", "block", or "requeue" (a block with the first attempt before it)
+	nexts     []any    // the successor each block's attempt names
+	keyCounts []int    // how many keys each block's attempt has
+	kinds     []any    // each block's attempt's last argument (first, later)
 }
 
 func (m *model) reply() any {
@@ -53,7 +56,7 @@ func (m *model) attempt(context.Context, []string, []any) (any, error) {
 	return m.reply(), nil
 }
 
-func (m *model) blockAndAttempt(_ context.Context, first, _ []any, d time.Duration, _ []string, args []any) (any, error, error) {
+func (m *model) blockAndAttempt(_ context.Context, _ []string, first, _ []any, d time.Duration, keys []string, args []any) (any, error, error) {
 	m.mu.Lock()
 	m.blocks = append(m.blocks, d)
 	call := "block"
@@ -64,6 +67,9 @@ func (m *model) blockAndAttempt(_ context.Context, first, _ []any, d time.Durati
 		}
 	}
 	m.calls = append(m.calls, call)
+	m.nexts = append(m.nexts, args[len(args)-3])
+	m.keyCounts = append(m.keyCounts, len(keys))
+	m.kinds = append(m.kinds, args[len(args)-1])
 	m.mu.Unlock()
 	time.Sleep(d + m.tickLate)
 	return m.reply(), nil, nil
@@ -198,11 +204,11 @@ func TestGroupNextRenewal(t *testing.T) {
 		{"older than the leader's", t0.Add(-time.Millisecond), t0.Add(time.Millisecond), "b"},
 	} {
 		g.registered(next, c.nextAt)
-		if got := g.next(leader, c.now); got != c.want {
+		if got, _, _ := g.next(leader, c.now, false); got != c.want {
 			t.Errorf("%s: next = %q, want %q", c.name, got, c.want)
 		}
 	}
-	if got := g.next(next, t0); got != "" {
+	if got, _, _ := g.next(next, t0, false); got != "" {
 		t.Errorf("next after b: %q, want none (a is younger and fresh)", got)
 	}
 	// A requeue that joined the group has no registration to renew.
@@ -212,17 +218,21 @@ func TestGroupNextRenewal(t *testing.T) {
 		t.Error("joinQuiet: no other member")
 	}
 	r.leave(g, next)
-	if got := g.next(leader, t0); got != "" {
+	if got, _, _ := g.next(leader, t0, false); got != "" {
 		t.Errorf("next before a requeue that has not registered: %q, want none", got)
 	}
+	quiet.grants = "grants-c"
+	if got, grants, o := g.next(leader, t0, true); got != "+c" || grants != "grants-c" || o != quiet {
+		t.Errorf("next before a requeue that has not registered, to adopt: %q, %q, %v; want +c, its grant list and the member", got, grants, o)
+	}
 	g.registered(quiet, t0)
-	if got := g.next(leader, t0.Add(time.Millisecond)); got != "c" {
+	if got, _, _ := g.next(leader, t0.Add(time.Millisecond), true); got != "c" {
 		t.Errorf("next before a requeue that registered as old as the leader: %q, want c", got)
 	}
 	r.leave(g, quiet)
 	r.join(client, "wake", next)
 	r.leave(g, next)
-	if got := g.next(leader, t0); got != "" {
+	if got, _, _ := g.next(leader, t0, true); got != "" {
 		t.Errorf("next of the only member: %q, want none", got)
 	}
 	r.leave(g, leader)
@@ -246,7 +256,7 @@ func TestGroupLead(t *testing.T) {
 				t.Fatal("two groups for one client and list")
 			}
 		}
-		if next := g.next(members[0], time.Now()); next != "b" {
+		if next, _, _ := g.next(members[0], time.Now(), true); next != "b" {
 			t.Errorf("next after the first member: %q, want b", next)
 		}
 		// The first member to wait leads and may block: as long as it has
@@ -403,4 +413,54 @@ func TestWaitRequeue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A leader whose script registers successors (Request.Successors) names a
+// requeue that joined its group quietly as "+<id>", with that member's
+// grant list as one key more; when its attempt obtains the keys, that
+// member blocks without a registration of its own: its first call is a
+// block, not a requeue, and its attempt is a later one.
+func TestWaitRequeueAdopted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := NewRegistry()
+		m := &model{tickLate: time.Millisecond}
+		leader := request(time.Minute)
+		leader.Successors = true
+		leaderDone := make(chan error, 1)
+		go func() {
+			_, err := reg.run(context.Background(), leader, m, maxBlock)
+			leaderDone <- err
+		}()
+		synctest.Wait() // the leader attempted, and blocks
+		req := request(time.Minute)
+		req.Client, req.Requeue = leader.Client, true
+		done := make(chan error, 1)
+		go func() {
+			_, err := reg.run(context.Background(), req, m, maxBlock)
+			done <- err
+		}()
+		// The leader's first block ends without the lock; its second names
+		// the quiet member, and the key comes free during it.
+		time.Sleep(firstBlock + 2*time.Millisecond)
+		synctest.Wait()
+		m.mu.Lock()
+		m.free = true
+		m.mu.Unlock()
+		if err := <-leaderDone; err != nil {
+			t.Fatalf("leader: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("the adopted member: %v", err)
+		}
+		if want := []string{"attempt", "block", "block", "block"}; !slices.Equal(m.calls, want) {
+			t.Fatalf("calls %q, want %q", m.calls, want)
+		}
+		next, ok := m.nexts[1].(string)
+		if !ok || len(next) < 2 || next[0] != '+' || m.keyCounts[1] != m.keyCounts[0]+1 {
+			t.Errorf("the leader's second block named %v with %d keys (the first %d), want \"+<id>\" and one key more", m.nexts[1], m.keyCounts[1], m.keyCounts[0])
+		}
+		if m.nexts[2] != "" || m.keyCounts[2] != m.keyCounts[0] || m.kinds[2] != laterAttempt {
+			t.Errorf("the adopted member's block named %v with %d keys, attempt %v; want none, %d keys and a later attempt (it takes its grant list)", m.nexts[2], m.keyCounts[2], m.kinds[2], m.keyCounts[0])
+		}
+	})
 }
