@@ -15,7 +15,11 @@
 //	ARGV  the waiter id, the registration's life (ms), the reservation's
 //	      life (ms), the id of the waiter of this process that blocks next
 //	      ("" for none: it is named only when its registration may have
-//	      been marked or may lapse, see lua/handover.lua) and the 1-based
+//	      been marked or may lapse, see lua/handover.lua; "+<id>" for one
+//	      that joined its group with a requeue and has not registered,
+//	      with [Request.Successors]: its grant list is then one KEY more,
+//	      and an attempt that obtains the keys registers it and leaves the
+//	      placeholder there) and the 1-based
 //	      index of the key it waits for, then "1" for the waiter's first
 //	      attempt ("0" otherwise): it has no registration or grant list yet;
 //	      "2" for a first attempt sent with the first block (a requeue,
