@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/handoff"
 	"github.com/redislock/redislock/internal/redistest"
 )
 
@@ -354,4 +355,84 @@ func TestWaitForReleaseRequeueNoScript(t *testing.T) {
 			t.Errorf("keys without expiry: %q", keys)
 		}
 	})
+}
+
+// A releaser that asks again while other goroutines of its process wait
+// for the key through the same go-redis client joins their group and
+// sends nothing until the lead passes to it; then its first attempt goes
+// with its first block. Before, it sent a failed attempt first. Not
+// parallel: it counts the waits of handoff.Default.
+func TestWaitForReleaseRequeueJoinsGroup(t *testing.T) {
+	srv := redistest.SharedServer(t, redistest.Redis)
+	ctx := context.Background()
+	admin := srv.Client(t)
+	key := redistest.Key(t, "lock")
+	companions, _ := handoff.Companions([]string{key})
+	queue := companions[1]
+	opt := waitOpt()
+	o := srv.Options()
+	o.ClientName = clientName("joins")
+	shared := redis.NewClient(o)
+	defer shared.Close()
+	trips := &tripCounter{}
+	shared.AddHook(trips)
+	locker := redislock.New(shared)
+	obtain := func() <-chan obtained {
+		done := make(chan obtained, 1)
+		go func() {
+			l, err := locker.Obtain(ctx, key, time.Minute, opt)
+			done <- obtained{lock: l, err: err}
+		}()
+		return done
+	}
+	got := func(what string, done <-chan obtained) *redislock.Lock {
+		t.Helper()
+		r := <-done
+		if r.err != nil {
+			t.Fatalf("%s: %v", what, r.err)
+		}
+		return r.lock
+	}
+	blocks := func() bool { return blocked(t, admin, o.ClientName) }
+	a, err := locker.Obtain(ctx, key, time.Minute, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two goroutines wait: the first leads (blocks), the second sleeps.
+	cDone := obtain()
+	for admin.ZCard(ctx, queue).Val() != 1 || !blocks() {
+	}
+	eDone := obtain()
+	for admin.ZCard(ctx, queue).Val() != 2 {
+	}
+	// The release hands the lock to the first; the second then leads.
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := got("the first waiter", cDone)
+	for !blocks() {
+	}
+	trips.reset()
+	aDone := obtain()
+	for waits, _, _ := handoff.Default.Waits(); waits != 2; waits, _, _ = handoff.Default.Waits() {
+	}
+	if err := c.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e := got("the second waiter", eDone)
+	// The lead passes to the releaser, which blocks.
+	for _, pipes, _ := trips.get(); len(pipes) == 0 || !blocks(); _, pipes, _ = trips.get() {
+	}
+	if err := e.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = got("the releaser's second Obtain", aDone).Release(ctx)
+	alone, pipes, _ := trips.get()
+	// Sent alone: the three releases, no attempt.
+	if want := []string{"evalsha", "evalsha", "evalsha"}; !slices.Equal(alone, want) {
+		t.Errorf("sent %q alone, want the 3 releases: the releaser's first attempt goes with its block", alone)
+	}
+	if want := []string{"evalsha", "blmove", "evalsha", "pexpire"}; len(pipes) == 0 || !slices.Equal(pipes[0], want) {
+		t.Errorf("pipelines %q, want the first to be %q", pipes, want)
+	}
 }
