@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,10 +16,11 @@ import (
 // The floor each benchmark is compared with: the same atomic work as plain
 // go-redis script calls, with a fixed token and no library around them.
 var (
-	rawObtain  = redis.NewScript(`return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`)
-	rawRelease = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
-	rawRefresh = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
-	rawTTL     = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PTTL", KEYS[1]) end return 0`)
+	rawObtain    = redis.NewScript(`return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`)
+	rawRelease   = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+	rawRefresh   = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
+	rawObtainInt = redis.NewScript(`if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[3]) then return 1 end return 0`)
+	rawTTL       = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PTTL", KEYS[1]) end return 0`)
 )
 
 const rawToken = "0123456789abcdefghijkl"
@@ -119,6 +121,16 @@ func BenchmarkObtainHeld(b *testing.B) {
 			}
 		}
 	})
+	// The floor of a failed obtain of this library's shape: the same four
+	// arguments, an integer reply (no redis.Nil error to build).
+	b.Run("raw-go-redis-int", func(b *testing.B) {
+		keys := []string{key}
+		for b.Loop() {
+			if n, err := rawObtainInt.Run(ctx, rdb, keys, rawToken, "", 60000, "0").Int64(); err != nil || n != 0 {
+				b.Fatal(n, err)
+			}
+		}
+	})
 }
 
 func BenchmarkRefresh(b *testing.B) {
@@ -183,7 +195,8 @@ func BenchmarkTTL(b *testing.B) {
 // unfenced, and the floor's SET NX, as plain go-redis script calls of one
 // key each followed by the same release, in blocks of 100 pairs that
 // alternate, so that all meet the same machine. It reports each one's wall
-// time and the server's CPU time (INFO cpu) per pair.
+// time, the server's CPU time (INFO cpu) and the time Redis spent in the
+// two scripts (INFO commandstats) per pair.
 func BenchmarkFencedObtainScript(b *testing.B) {
 	rdb := redistest.Standalone(b)
 	ctx := context.Background()
@@ -207,12 +220,31 @@ func BenchmarkFencedObtainScript(b *testing.B) {
 		}
 		return time.Duration((u + s) * float64(time.Second))
 	}
+	// The time Redis spent in the scripts (INFO commandstats), reading and
+	// answering them aside.
+	scripts := func() time.Duration {
+		stat := redistest.Info(b, rdb, "commandstats", "cmdstat_evalsha")
+		if stat == "" {
+			return 0 // none ran yet
+		}
+		for f := range strings.SplitSeq(stat, ",") {
+			if v, ok := strings.CutPrefix(f, "usec="); ok {
+				us, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					b.Fatal("INFO commandstats:", f)
+				}
+				return time.Duration(us) * time.Microsecond
+			}
+		}
+		b.Fatal("INFO commandstats: no evalsha usec")
+		return 0
+	}
 	keys := []string{redistest.Key(b, "lock"), redistest.Key(b, "fence")}
-	var wall, server [4]time.Duration
+	var wall, server, script [4]time.Duration
 	n := 0
 	for b.Loop() {
 		for i, w := range ways {
-			c0, t0 := cpu(), time.Now()
+			c0, s0, t0 := cpu(), scripts(), time.Now()
 			k := keys
 			if w.fenced == "0" {
 				k = keys[:1]
@@ -227,11 +259,13 @@ func BenchmarkFencedObtainScript(b *testing.B) {
 			}
 			wall[i] += time.Since(t0)
 			server[i] += cpu() - c0
+			script[i] += scripts() - s0
 		}
 		n += 100
 	}
 	for i, w := range ways {
 		b.ReportMetric(float64(wall[i].Microseconds())/float64(n), w.name+"-µs/op")
 		b.ReportMetric(float64(server[i].Nanoseconds())/1000/float64(n), w.name+"-server-µs/op")
+		b.ReportMetric(float64(script[i].Nanoseconds())/1000/float64(n), w.name+"-script-µs/op")
 	}
 }

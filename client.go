@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1" //nolint:gosec // G505: a tag naming a key in stored values, not a security measure
 	"encoding/hex"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,8 +27,10 @@ type RedisClient interface {
 // at most half of that client's pool blocks at once. The registry holds
 // nothing while nobody waits. Its only state of its own is its hooks
 // ([Client.AddHook]), what it learnt of the server's commands (asked once,
-// see [New]), the tag of the fence key it last obtained with, and the key
-// that its last Release handed over to a waiter (see [WaitForRelease]).
+// see [New]), the tag of the fence key it last obtained with, the key
+// that its last Release handed over to a waiter (see [WaitForRelease]),
+// and the memory of Locks that failed obtains built and never returned,
+// which later obtains reuse.
 type Client struct {
 	client   RedisClient
 	cluster  bool
@@ -43,6 +46,10 @@ type Client struct {
 	lastFence atomic.Pointer[fenceTagged]
 	// requeue is the key its last release handed over (waitforrelease.go).
 	requeue requeueHint
+	// spare holds Locks that failed obtains built and nobody saw (no
+	// hooks, no waiting): the next obtain reuses one, so that an obtain
+	// that fails allocates nothing of its own.
+	spare sync.Pool
 }
 
 // New returns a Client that runs its scripts through client. When client is
@@ -157,16 +164,23 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	if err := checkReplicas(c.client, opt); err != nil {
 		return nil, err
 	}
-	token := opt.token()
-	if token == "" {
-		token = newToken()
-	}
 	metadata := opt.metadata()
 
 	// The Lock is built first: it holds the keys the script takes (the lock
 	// keys, then the fence key) in storage of its own, inline for one key,
-	// and the boxed token that every later script call reuses.
-	lock := &Lock{client: c.client, token: token, tokenArg: token, metadata: metadata, native: c.server, requeue: &c.requeue}
+	// and the token and TTL as arguments that cost no allocation to box
+	// (token.go); every later script call reuses the token's.
+	lock, _ := c.spare.Get().(*Lock)
+	if lock == nil {
+		lock = new(Lock)
+	}
+	*lock = Lock{client: c.client, metadata: metadata, native: c.server, requeue: &c.requeue}
+	if token := opt.token(); token != "" {
+		lock.token, lock.tokenArg = token, token
+	} else {
+		lock.tokenArg = lock.args.newToken()
+	}
+	ttlArg := lock.args.ttlArg(ms)
 	scriptKeys := lock.keyBuf[:0]
 	if len(keys) >= len(lock.keyBuf) {
 		scriptKeys = make([]string, 0, len(keys)+1)
@@ -188,33 +202,44 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 
 	attempt := func(ctx context.Context) (bool, error) {
 		sent := time.Now()
-		reply, err := obtainScript.Run(ctx, c.client, scriptKeys, lock.tokenArg, metadata, ms, fenced).Int64()
-		lock.hookAttempt(ctx, err == nil && reply >= 0, err)
-		if err != nil {
+		reply, err := obtainScript.Run(ctx, c.client, scriptKeys, lock.tokenArg, metadata, ttlArg, fenced).Int64()
+		obtained := err == nil && reply != obtainHeld && reply >= 0
+		lock.hookAttempt(ctx, obtained, err)
+		if !obtained {
 			return false, err
-		}
-		if reply < 0 {
-			return false, nil
 		}
 		lock.fence = reply
 		lock.lease.Obtained(sent, ttl)
 		return true, nil
 	}
-	if plan, ok := planOf(opt.retryStrategy()); ok {
-		err = c.obtainWaiting(ctx, lock, ttl, plan, scriptKeys, []any{lock.tokenArg, metadata, ms, fenced})
+	// A Lock that hooks or a wait may see gets its token as a string at
+	// once; one that nobody sees until it is returned, at the end.
+	plan, waiting := planOf(opt.retryStrategy())
+	seen := lock.obs != nil || waiting || opt.minReplicas() > 0
+	if seen {
+		lock.setToken()
+	}
+	if waiting {
+		// The args of an attempt, and with "" (asking for the holder's
+		// expiry) those of a poll (obtain.lua's ARGV[5]).
+		args := []any{lock.tokenArg, metadata, ttlArg, fenced, ""}
+		err = c.obtainWaiting(ctx, lock, ttl, plan, scriptKeys, args[:4:4], args)
 	} else {
 		err = retry(ctx, ttl, opt.retryStrategy(), attempt)
 	}
 	if err == nil && opt.minReplicas() > 0 {
-		// Guarded here, so that the arguments are not boxed for nothing.
-		err = confirmReplicas(ctx, lock, opt, scriptKeys, lock.tokenArg, metadata, ms, fenced)
+		err = confirmReplicas(ctx, lock, opt, scriptKeys, lock.tokenArg, metadata, ttlArg, fenced)
 	}
 	if campaign == nil {
 		lock.hookObtained(ctx, err)
 	}
 	if err != nil {
+		if !seen {
+			c.spare.Put(lock)
+		}
 		return nil, err
 	}
+	lock.setToken()
 	return lock, nil
 }
 

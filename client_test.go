@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -465,4 +466,106 @@ func wantNotObtained(err error) error {
 		return errors.New("obtained a held lock")
 	}
 	return err
+}
+
+// Without a waiter, obtain.lua replies 1 when a key is held (it reads no
+// PTTL, and go-redis boxes 1 without allocating), fenced or not, and a
+// fenced attempt on a held key leaves the counter alone; a poll that asks
+// for the holder's expiry (ARGV[5] "") gets -(PTTL + 1).
+func TestObtainScriptPlainReply(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	obtain := redis.NewScript(luaSource(t, "lua/lib.lua", "lua/handover.lua", "lua/obtain.lua"))
+	key, fence := redistest.Key(t, "lock"), redistest.Key(t, "fence")
+	if err := rdb.Set(ctx, key, "5:other:0:", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		keys []string
+		args []any
+	}{
+		{"plain", []string{key}, []any{"tok", "", 60000, "0"}},
+		{"fenced", []string{key, fence}, []any{"tok", "", 60000, "abcd1234"}},
+	} {
+		reply, err := obtain.Run(ctx, rdb, c.keys, c.args...).Result()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if reply != int64(1) {
+			t.Errorf("%s: reply %v on a held key, want 1", c.name, reply)
+		}
+	}
+	if n := rdb.Exists(ctx, fence).Val(); n != 0 {
+		t.Errorf("a fenced attempt on a held key wrote the counter")
+	}
+	reply, err := obtain.Run(ctx, rdb, []string{key}, "tok", "", 60000, "0", "").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := -(reply + 1); ms <= 50000 || ms > 60000 {
+		t.Errorf("poll: reply %d, want -(PTTL + 1) for a PTTL near a minute", reply)
+	}
+	if got := rdb.Get(ctx, key).Val(); got != "5:other:0:" {
+		t.Errorf("the held key now holds %q", got)
+	}
+}
+
+// A Client reuses the memory of the Locks that failed obtains built; the
+// Locks it returned stay as they were, whatever the obtains that follow,
+// and each holds its own token.
+func TestClientReusesOnlyFailedObtains(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	ctx := context.Background()
+	locker := redislock.New(rdb)
+	held := redistest.Key(t, "held")
+	if _, err := redislock.Obtain(ctx, rdb, held, time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	const workers, rounds = 4, 50
+	type got struct {
+		lock  *redislock.Lock
+		token string
+	}
+	out := make(chan got, workers*rounds)
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for r := range rounds {
+				if _, err := locker.Obtain(ctx, held, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
+					errs <- fmt.Errorf("obtain of the held key: %v", err)
+					return
+				}
+				lock, err := locker.Obtain(ctx, redistest.Key(t, fmt.Sprintf("free-%d-%d", w, r)), time.Minute, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				out <- got{lock, lock.Token()}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(out)
+	tokens := map[string]bool{}
+	for g := range out {
+		if g.lock.Token() != g.token || len(g.token) != 22 || tokens[g.token] {
+			t.Fatalf("lock of %s: token %q, %q when returned (or seen before)", g.lock.Key(), g.lock.Token(), g.token)
+		}
+		tokens[g.token] = true
+		if v := rdb.Get(ctx, g.lock.Key()).Val(); !strings.HasPrefix(v, "22:"+g.token+":") {
+			t.Errorf("key %s holds %q, want the lock's token %s", g.lock.Key(), v, g.token)
+		}
+		if err := g.lock.Release(ctx); err != nil {
+			t.Errorf("Release of %s: %v", g.lock.Key(), err)
+		}
+	}
+	if len(tokens) != workers*rounds {
+		t.Errorf("%d locks, want %d", len(tokens), workers*rounds)
+	}
 }

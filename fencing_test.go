@@ -237,6 +237,10 @@ func TestFenceTokenFromClockOrCounter(t *testing.T) {
 		if got, want := mustGet(t, rdb, fence), strconv.FormatInt(ahead+1, 10); got != want {
 			t.Errorf("counter = %s, want %s", got, want)
 		}
+		// The key records the token the lock was given, not the clock's.
+		if got, want := mustGet(t, rdb, key), ":"+strconv.FormatInt(ahead+1, 10)+"/"; !strings.Contains(got, want) {
+			t.Errorf("lock key holds %q, want the token %d in it", got, ahead+1)
+		}
 		_ = lock.Release(ctx)
 	})
 }

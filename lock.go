@@ -32,6 +32,7 @@ type Lock struct {
 	obs      *observation // the Client's hooks, nil without (hook.go)
 	fenceTag string       // the fence counter's tag in the value, "" without (obtain.lua)
 	requeue  *requeueHint // the Client's, told when Release hands the key over (waitforrelease.go)
+	args     obtainArgs   // the obtain's generated token and TTL as script arguments (token.go)
 
 	// native is the Client's record of the server's native commands;
 	// value the lock's value as a native command last matched it
@@ -44,6 +45,13 @@ type Lock struct {
 	// keys), renewed by Refresh and the keep-alive, ended by Release. Not
 	// known for a Lock from Attach until a Refresh succeeds.
 	lease lease.Lease
+}
+
+// setToken makes the token the Lock generated (in l.args) its token, once.
+func (l *Lock) setToken() {
+	if l.token == "" {
+		l.token = string(l.args.token.b)
+	}
 }
 
 // Key returns the lock's first key ("" for a nil Lock).

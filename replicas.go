@@ -92,7 +92,7 @@ func waitReplicas(ctx context.Context, lock *Lock, want int, timeout time.Durati
 	case err != nil:
 		script.ReloadAfter(ctx, lock.client, err)
 		return err
-	case reply < 0:
+	case reply == obtainHeld || reply < 0:
 		return ErrNotObtained // lost between the obtain and now
 	}
 	lock.fence = reply

@@ -50,6 +50,10 @@ var (
 	electionResignedScript = script.New(electionResignedSource)
 )
 
+// obtainHeld is obtain.lua's reply, without a waiter, when a key is held
+// by another.
+const obtainHeld = 1
+
 // The scripts of [RWMutex]: rwmutex_lib.lua holds their shared helpers and
 // describes the keys of one RWMutex; it hands the write lock over with
 // handover.lua. The write lock's refresh and TTL are refresh.lua and

@@ -110,9 +110,10 @@ func planOf(s RetryStrategy) (waitPlan, bool) {
 }
 
 // obtainWaiting is ObtainMulti's wait for [WaitForRelease]: lock has its
-// keys, token and TTL; scriptKeys and args are the obtain script's. On
+// keys, token and TTL; scriptKeys and args are the obtain script's, and
+// pollArgs those of a plain attempt that reads the holder's expiry. On
 // success the lock has its fence token and lease start.
-func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duration, plan waitPlan, scriptKeys []string, args []any) error {
+func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duration, plan waitPlan, scriptKeys []string, args, pollArgs []any) error {
 	req := &waitRequest{plan: plan.fallback}
 	req.Request = handoff.Request{
 		Client:      c.client,
@@ -120,6 +121,7 @@ func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duratio
 		Obtain:      obtainScript,
 		CallKeys:    scriptKeys,
 		CallArgs:    args,
+		PollArgs:    pollArgs,
 		Leave:       leaveScript,
 		TTL:         ttl,
 		Backoff:     req.backoff,

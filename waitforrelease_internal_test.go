@@ -151,8 +151,8 @@ func TestWaitMarkedSleeperStaysRegistered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, ok := v.(int64)
-		return ok
+		n, ok := v.(int64)
+		return ok && n != obtainHeld
 	}
 	release := func(token string) {
 		t.Helper()

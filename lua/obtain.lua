@@ -22,6 +22,9 @@
 --             keys), the counter's tag: the first 8 hex digits of the SHA-1
 --             of its key name, which the caller computes (fenceTag in Go).
 -- ARGV[5]     optional: the waiter id. The caller waits for the lock.
+--             "" for no waiter, but the reply of a waiter when the keys
+--             are held (the code, with the PTTL): a caller that polls
+--             times its next attempt by it (internal/handoff).
 -- ARGV[6]     how long (ms) the waiter's registration lasts.
 -- ARGV[7]     how long (ms) a key handed over stays reserved (see handover.lua).
 -- ARGV[8]     optional: the id of the waiter of this process that waits
@@ -59,15 +62,19 @@
 -- longest a reservation lasts.
 --
 -- Reply without a waiter, an integer:
---   >= 0   obtained; the fence token (0 when there is no fence counter).
---   -1     not obtained; a key held by another has no expiry.
---   < -1   not obtained; -(ms + 1), where ms is the longest remaining PTTL
---          of the keys held by others (when the lock can be free again).
+--   1      not obtained: a key is held by another (no PTTL is read;
+--          with ARGV[5] "", the code of a waiter's reply instead).
+--   else   obtained; the fence token, or 0 when there is no fence counter.
+--          A fence token is never below the server's time in microseconds,
+--          so never 1. (0 and 1 are replies that go-redis boxes without
+--          allocating, unlike a PTTL.)
 -- Reply with a waiter: the same integer when obtained; when not, an array
 -- (with ARGV[10] "2", whose reply the caller does not read, the code alone,
 -- -(ARGV[7] + 1) when the keys are held: no PTTL is read)
---   {code, i, reserved}: code as above; i the index (1-based) of the lock key
---   that blocks longest; reserved 1 when that key is a reservation for
+--   {code, i, reserved}: code -1 when a key held by another has no expiry,
+--   else -(ms + 1), where ms is the longest remaining PTTL of the keys held
+--   by others (when the lock can be free again); i the index (1-based) of
+--   the lock key that blocks longest; reserved 1 when that key is a reservation for
 --   another waiter's grant, else 0. The waiter is then registered in the
 --   queue of key i only (removed from the others) until ARGV[6] ms from
 --   now; a grant it could not use (another key is held) is handed over to
@@ -89,6 +96,9 @@
 local token, meta, ttl = ARGV[1], ARGV[2], ARGV[3]
 local fenced = ARGV[4] ~= "0"
 local waiter = ARGV[5]
+-- A plain attempt that times its next one by the holder's expiry.
+local timed = waiter == ""
+if timed then waiter = nil end
 -- A successor named "+<id>" (ARGV[8]) is registered, and its grant list
 -- is the last key.
 local adopt = waiter and string.byte(ARGV[8] or "", 1) == 43
@@ -100,11 +110,65 @@ local f = n
 if fenced then f = n + 1 end
 
 local prefix = owner(token)
+
+-- micros() returns the server's time in µs, and its decimal text: TIME's
+-- seconds and its microseconds padded to six digits.
+local function micros()
+  local t = clock()
+  local s = t[1] .. string.sub("00000" .. t[2], -6)
+  return tonumber(s), s
+end
+
+-- advance(now, s) moves the fence counter past every token it gave, to
+-- now (the server's TIME in µs, s its decimal text) in the usual case:
+-- one write, whose GET returns what the counter held. Only a counter at or
+-- ahead of the clock (or two acquisitions within a µs) takes a second
+-- write, to cur + 1. KEEPTTL, so that a counter given a TTL keeps it. It
+-- returns the new token and its text; or nil and the error reply when the
+-- counter is not a string (WRONGTYPE) or not a plain decimal integer that
+-- Lua's doubles hold exactly (below 2^53: "inf", "1e300", "0x10" or " 12"
+-- would make the next token wrong), which is then put back as it was.
+local function advance(now, s)
+  local counter = KEYS[n + 1]
+  local cur = redis.pcall("SET", counter, s, "KEEPTTL", "GET")
+  if type(cur) == "table" then return nil, cur end
+  if not cur then return now, s end
+  if not string.match(cur, "^%d+$") or tonumber(cur) >= 9007199254740992 then
+    redis.call("SET", counter, cur, "KEEPTTL")
+    return nil, redis.error_reply("ERR redislock: fence key " .. counter .. " does not hold an integer")
+  end
+  cur = tonumber(cur)
+  if cur < now then return now, s end
+  local fence = cur + 1
+  s = string.format("%.0f", fence)
+  redis.call("SET", counter, s, "KEEPTTL")
+  return fence, s
+end
+
 -- One free key, no fence, no waiter: one SET NX takes it. A key that
 -- exists (held, reserved, or ours for a re-entrant obtain) goes the
 -- general way below.
-if n == 1 and not fenced and not waiter then
-  if redis.call("SET", KEYS[1], prefix .. "0:" .. meta, "NX", "PX", ttl) then return 0 end
+if n == 1 and not waiter then
+  if not fenced then
+    if redis.call("SET", KEYS[1], prefix .. "0:" .. meta, "NX", "PX", ttl) then return 0 end
+  else
+    -- Fenced: the key is taken with the clock's token first, so that the
+    -- SET NX also tells whether it was free (no GET), and the counter is
+    -- written only when it was.
+    local now, s = micros()
+    local suffix = "/" .. ARGV[4] .. ":" .. meta
+    if redis.call("SET", KEYS[1], prefix .. s .. suffix, "NX", "PX", ttl) then
+      local fence, fs = advance(now, s)
+      if not fence then
+        redis.call("DEL", KEYS[1])
+        return fs
+      end
+      if fence ~= now then
+        redis.call("SET", KEYS[1], prefix .. fs .. suffix, "PX", ttl)
+      end
+      return fence
+    end
+  end
 end
 -- The grant list holds a placeholder, "~", pushed and given a TTL by the
 -- waiter's registration, so that the BLMOVE that follows pushes a grant
@@ -131,6 +195,7 @@ for i = 1, n do
     elseif grant ~= "" and owns(v, gprefix) then
       granted = i
     else
+      if not waiter and not timed then return 1 end
       blocked = true
       local res = string.match(v, "^%d+:~") ~= nil
       local ms
@@ -194,7 +259,7 @@ if blocked or (requeue and waiter) then
   return {code, blocker, r}
 end
 
-local fence, tag = 0, nil
+local fence, tag, field = 0, nil, "0"
 if fenced then
   -- The fence field of a fenced lock is "<token>/<tag>", the tag naming the
   -- counter it came from: a re-entrant obtain keeps its token only when it
@@ -202,42 +267,19 @@ if fenced then
   tag = ARGV[4]
   local same = kept and string.match(kept, "^(%d+)/" .. tag .. "$")
   if owned == n and same and same ~= "0" then
-    fence = tonumber(same)
+    fence, field = tonumber(same), same
   else
-    -- One write in the usual case: the counter becomes the server time in
-    -- µs and the SET's GET returns what it held. Only a counter at or
-    -- ahead of the clock (or two acquisitions within a µs) takes a second
-    -- SET, to cur + 1. KEEPTTL, so that a counter given a TTL keeps it.
-    local t = redis.call("TIME")
-    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    fence = now
-    local cur = redis.call("SET", KEYS[n + 1], string.format("%.0f", now), "KEEPTTL", "GET")
-    if cur then
-      -- The counter must be a plain decimal integer that Lua's doubles hold
-      -- exactly (below 2^53): "inf", "1e300", "0x10" or " 12" would make the
-      -- next token wrong, so they are refused and the counter put back as
-      -- it was.
-      if not string.match(cur, "^%d+$") or tonumber(cur) >= 9007199254740992 then
-        redis.call("SET", KEYS[n + 1], cur, "KEEPTTL")
-        if granted then
-          handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
-        end
-        return redis.error_reply("ERR redislock: fence key " .. KEYS[n + 1] .. " does not hold an integer")
+    fence, field = advance(micros())
+    if not fence then
+      if granted then
+        handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
       end
-      cur = tonumber(cur)
-      if cur >= now then
-        fence = cur + 1
-        redis.call("SET", KEYS[n + 1], string.format("%.0f", fence), "KEEPTTL")
-      end
+      return field
     end
   end
+  field = field .. "/" .. tag
 end
 
--- string.format only for a fence token: it costs the server more than
--- the constant.
-local field = "0"
-if fence ~= 0 then field = string.format("%.0f", fence) end
-if tag then field = field .. "/" .. tag end
 local value = prefix .. field .. ":" .. meta
 for i = 1, n do
   redis.call("SET", KEYS[i], value, "PX", ttl)

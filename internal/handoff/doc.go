@@ -41,7 +41,9 @@
 // (obtain.lua: twice the registration's life), so that BLMOVE pushes onto a
 // list that expires by itself whatever becomes of the waiter.
 // A script called without the waiter's part is a plain attempt, replying
-// the integer alone.
+// the integer alone; a poll sends [Request.PollArgs] where a script
+// replies the holder's expiry in it only when asked (obtain.lua: ARGV[5]
+// "").
 //
 // # What a wait does
 //

@@ -86,6 +86,10 @@ type Request struct {
 	Obtain   Script
 	CallKeys []string
 	CallArgs []any
+	// PollArgs, when not nil, are the ARGV of a plain attempt (polling)
+	// in place of CallArgs: those of a script that replies a plain
+	// attempt's expiry code only when asked.
+	PollArgs []any
 	// Leave is leave.lua: a waiter that gives up takes back its
 	// registration and passes on a grant it was woken with.
 	Leave Script
@@ -375,7 +379,11 @@ func (w *wait) attempt(ctx context.Context) {
 	}
 	switch w.state {
 	case polling:
-		v, err = w.conn.attempt(ctx, w.req.CallKeys, w.req.CallArgs)
+		args := w.req.PollArgs
+		if args == nil {
+			args = w.req.CallArgs
+		}
+		v, err = w.conn.attempt(ctx, w.req.CallKeys, args)
 	case requeuing:
 		// The registration: it never obtains the keys, so it names no
 		// successor to renew.
