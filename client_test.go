@@ -533,7 +533,7 @@ func TestClientReusesOnlyFailedObtains(t *testing.T) {
 		go func() {
 			for r := range rounds {
 				if _, err := locker.Obtain(ctx, held, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
-					errs <- fmt.Errorf("obtain of the held key: %v", err)
+					errs <- fmt.Errorf("obtain of the held key: %w", err)
 					return
 				}
 				lock, err := locker.Obtain(ctx, redistest.Key(t, fmt.Sprintf("free-%d-%d", w, r)), time.Minute, nil)

@@ -153,7 +153,9 @@ func (r *report) writeHot(w io.Writer) {
 	p("runs out), the worker calls it again and the wait goes on (\"gave up\" counts those calls). Fair bound:\n")
 	p("what a perfect queue gives (workers × mean time per acquisition). Round trips are those clients sent\n")
 	p("(a script call or a whole pipeline counting one); commands are those Redis executed (INFO commandstats,\n")
-	p("script internals included). PING p50 is that of a PING every 10 ms during the run. Hold is the mean time\n")
+	p("script internals included). Redis CPU is INFO cpu (used_cpu_user + used_cpu_sys) over the run per acquisition:\n")
+	p("the server's whole work, reading and answering included, the runner's PINGs too (the same for every\n")
+	p("library). PING p50 is that of a PING every 10 ms during the run. Hold is the mean time\n")
 	p("from lock held to release called (a 1 ms sleep, and its overrun); gap is the mean time per acquisition\n")
 	p("that the lock was not held (1 / acq/s − hold): the handover, release called → next holder has it.\n\n")
 	p("Each library waits as its documentation recommends:\n\n")
@@ -162,8 +164,8 @@ func (r *report) writeHot(w io.Writer) {
 			p("- %s: %s\n", lib.Name, lib.Waiting)
 		}
 	}
-	p("\n| workers | clients | library | acq/s | hold | gap | wait p50 | wait p99 | wait max | fair bound | per worker min–max | round trips/acq | commands/acq | gave up | PING p50 |\n")
-	p("|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("\n| workers | clients | library | acq/s | hold | gap | wait p50 | wait p99 | wait max | fair bound | per worker min–max | round trips/acq | commands/acq | Redis CPU/acq | gave up | PING p50 |\n")
+	p("|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for ci, runs := range r.Hot {
 		cfg := hotConfigs[ci]
 		for _, run := range runs {
@@ -172,12 +174,12 @@ func (r *report) writeHot(w io.Writer) {
 			if cfg.Shared {
 				clients = "shared"
 			}
-			p("| %d | %s | %s | %.0f | %v | %v | %v | %v | %v | %v | %d–%d | %.2f | %.1f | %d | %v |\n",
+			p("| %d | %s | %s | %.0f | %v | %v | %v | %v | %v | %v | %d–%d | %.2f | %.1f | %sµs | %d | %v |\n",
 				cfg.Workers, clients, label(run.Library, run.IsThisRepo), run.Throughput(),
 				contention.Round(run.MeanHold()), contention.Round(run.Gap()),
 				contention.Round(run.Wait(0.5)), contention.Round(run.Wait(0.99)), contention.Round(run.MaxWait()),
 				contention.Round(run.FairBound()), lo, hi, run.RoundTripsPerAcquisition(), run.CommandsPerAcquisition(),
-				run.GaveUp, contention.Round(run.Ping))
+				us(run.CPUPerAcquisition()), run.GaveUp, contention.Round(run.Ping))
 		}
 	}
 	p("\n![Hot key: wait and throughput by library](chart.svg)\n\n")

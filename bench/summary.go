@@ -110,10 +110,11 @@ func (r *report) summary() []summaryRow {
 }
 
 // summaryHot adds the hot-key rows: acquisitions per second against the
-// best peer, commands per acquisition, wait p99 against the fair bound.
+// best peer, commands and Redis CPU per acquisition (against redsync's),
+// wait p99 against the fair bound.
 func (r *report) summaryHot(out *[]summaryRow) {
-	var ratios, cmds, waits, maxes []string
-	acqMet := true
+	var ratios, cmds, cpus, waits, maxes []string
+	acqMet, cpuMet := true, true
 	for ci, runs := range r.Hot {
 		cfg := hotConfigs[ci]
 		var o, best, redsync *hotRun
@@ -140,6 +141,11 @@ func (r *report) summaryHot(out *[]summaryRow) {
 			c += fmt.Sprintf(" (redsync %.1f)", redsync.CommandsPerAcquisition())
 		}
 		cmds = append(cmds, c)
+		if redsync != nil && redsync.CPUPerAcquisition() > 0 {
+			q := float64(o.CPUPerAcquisition()) / float64(redsync.CPUPerAcquisition())
+			cpuMet = cpuMet && q <= 1.2
+			cpus = append(cpus, fmt.Sprintf("%s %s µs, %.2f× redsync's %s µs", cfg.Short(), us(o.CPUPerAcquisition()), q, us(redsync.CPUPerAcquisition())))
+		}
 		fair := o.FairBound()
 		if fair > 0 {
 			waits = append(waits, fmt.Sprintf("%s %.2f×, max %v", cfg.Short(), float64(o.Wait(0.99))/float64(fair), contention.Round(o.MaxWait())))
@@ -158,6 +164,11 @@ func (r *report) summaryHot(out *[]summaryRow) {
 	*out = append(*out,
 		summaryRow{"hot key, `WaitForRelease`, acquisitions/s ÷ best peer (workers, clients)", strings.Join(ratios, "; "), "bsm / redsync / rueidislock", "≥ 1.00×", met(acqMet)},
 		summaryRow{"hot key, `WaitForRelease`, Redis commands per acquisition", strings.Join(cmds, "; "), "redsync", "fewer", nil},
+	)
+	if cpus != nil {
+		*out = append(*out, summaryRow{"hot key, `WaitForRelease`, Redis CPU per acquisition (INFO cpu over the run)", strings.Join(cpus, "; "), "redsync", "≤ 1.2× redsync's", met(cpuMet)})
+	}
+	*out = append(*out,
 		summaryRow{"hot key, `WaitForRelease`, wait p99 ÷ fair bound; max wait", strings.Join(waits, "; "), "max wait of bsm/redsync/rueidislock: " + strings.Join(maxes, "; "), "keep", nil},
 	)
 }
