@@ -304,7 +304,7 @@ func (r *report) targets() []target {
 func (r *report) writeTargets(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("## Targets for this library, in this run\n\n")
-	p("Why a target is missed, and what would close it: README.md, section Benchmarks.\n\n")
+	p("Why a target is missed, and what would close it: docs/benchmarks.md.\n\n")
 	p("| target | met | figures |\n|---|---|---|\n")
 	for _, t := range r.targets() {
 		met := "**missed**"
