@@ -92,7 +92,9 @@
 -- counter) keeps its token; one that names another counter takes a new
 -- token from that counter.
 -- A counter that is not a decimal integer below 2^53 keeps its value and TTL
--- (it is written back as it was) and the reply is the error "ERR redislock: fence key <key> does not hold an integer".
+-- (it is written back as it was) and the reply is the error "ERR redislock:
+-- fence key <key> does not hold an integer"; one of another type, Redis's
+-- WRONGTYPE error. Either way no lock key is left written.
 local token, meta, ttl = ARGV[1], ARGV[2], ARGV[3]
 local fenced = ARGV[4] ~= "0"
 local waiter = ARGV[5]
