@@ -32,6 +32,7 @@ type Lock struct {
 	obs      *observation // the Client's hooks, nil without (hook.go)
 	fenceTag string       // the fence counter's tag in the value, "" without (obtain.lua)
 	requeue  *requeueHint // the Client's, told when Release hands the key over (waitforrelease.go)
+	again    bool         // obtained by a wait that asked again at once, alone: Release registers the next (waitforrelease.go)
 	args     obtainArgs   // the obtain's generated token and TTL as script arguments (token.go)
 
 	// native is the Client's record of the server's native commands;
@@ -304,9 +305,6 @@ func (l *Lock) release(ctx context.Context) (ours, handedOver int64, err error) 
 		}
 	}
 	ours, handedOver, err = l.runRelease(ctx)
-	if handedOver > 0 && len(l.keys) == 1 {
-		l.requeue.handedOver(&l.keys[0])
-	}
 	if err != nil && l.handover == handOverIfAllowed && deniedByACL(err) {
 		if n, ok, nerr := l.nativeRelease(ctx); ok {
 			return n, 0, nerr

@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,7 +34,10 @@ import (
 // handed it to a waiter less than a second before (the rule on a hot key):
 // its first attempt then goes with its first block, sent at once or, when
 // other goroutines of this process wait for the key through the same
-// go-redis client, when its turn among them comes. It costs none more than
+// go-redis client, when its turn among them comes. When that caller was
+// alone in its process to wait for the key, the Release of the lock it got
+// so also registers its next wait, and an Obtain within 50 ms sends only
+// its block and the attempt after it. It costs none more than
 // a plain Obtain when the lock is free and this Client did not just hand
 // it over; one blocked connection per go-redis client and key while
 // goroutines wait (at most half the client's pool); and two short-lived
@@ -62,7 +66,9 @@ import (
 // came with that block. The context's deadline bounds the wait whatever the
 // server's hz: blocks end a server tick (1/hz) before it. A waiter that
 // gives up takes its registration back with one more script call; one that
-// dies costs at most one reservation of 100 ms with no taker. Errors are
+// dies costs at most one reservation of 100 ms with no taker, and so does a
+// caller whose Release registered its next wait (above) and that does not
+// ask again within a second. Errors are
 // those of [Client.ObtainMulti].
 //
 // [Lock.Refresh] given this strategy retries transient errors with
@@ -128,8 +134,10 @@ func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duratio
 		MaxAttempts: plan.attempts,
 		Transient:   script.Transient,
 		Attempted:   lock.hookAttempted(ctx),
-		Requeue:     len(lock.keys) == 1 && c.requeue.take(lock.keys[0]),
 		Successors:  true,
+	}
+	if len(lock.keys) == 1 {
+		req.ID, req.Registered, req.Requeue = c.requeue.take(lock.keys[0])
 	}
 	out, err := c.registry.Wait(ctx, &req.Request)
 	if out.Obtained {
@@ -139,6 +147,9 @@ func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duratio
 		lock.lease.Obtained(out.Sent, ttl)
 	}
 	if err == nil {
+		// A caller that asked again at once, alone among this process's
+		// waiters for the key: its Release registers its next wait.
+		lock.again = out.Alone
 		return nil
 	}
 	return c.waitError(ctx, lock, out, err)
@@ -162,6 +173,8 @@ func (r *waitRequest) backoff() time.Duration {
 // being what the wait obtained.
 func (c *Client) waitError(ctx context.Context, lock *Lock, out handoff.Outcome, err error) error {
 	return waitFailed(ctx, out, err, "obtain of", lock.keys, func(rctx context.Context) {
+		// Given back, not released by the caller: no hint for a requeue.
+		lock.requeue = nil
 		_, _, _ = lock.runRelease(rctx)
 	})
 }
@@ -217,12 +230,30 @@ func (l *Lock) runRelease(ctx context.Context) (ours, handedOver int64, err erro
 			keys, ok = handoff.Companions(l.keys)
 		}
 		if ok {
-			v, err := releaseScript.Run(ctx, l.client, keys, l.tokenArg, handoff.ReservationArg).Result()
+			args := []any{l.tokenArg, handoff.ReservationArg}
+			var next string
+			if l.again && l.handover == handOver && len(l.keys) == 1 && len(keys) == 3 {
+				// The loop that releases and asks again: register the next
+				// wait with this script (release.lua's ARGV[3]).
+				id := rand.Text()
+				if grants, ok := handoff.GrantList(l.keys[0], id); ok {
+					next = id
+					keys = []string{keys[0], keys[1], keys[2], grants}
+					args = append(args, next, handoff.RegistrationArg)
+				}
+			}
+			sent := time.Now()
+			v, err := releaseScript.Run(ctx, l.client, keys, args...).Result()
 			if err == nil {
 				// handed * (n + 1) + ours (release.lua).
 				if r, ok := v.(int64); ok && r >= 0 {
 					n := int64(len(l.keys)) + 1
-					return r % n, r / n, nil
+					ours, handed := r%n, r/n
+					if handed > 0 && len(l.keys) == 1 {
+						// Registered too when next is not "".
+						l.requeue.handedOver(&l.keys[0], next, sent)
+					}
+					return ours, handed, nil
 				}
 				return 0, 0, fmt.Errorf("%w: release of %q: %v", ErrUnexpectedReply, l.keys, v)
 			}
@@ -256,33 +287,60 @@ func deniedByACL(err error) bool {
 // WaitForRelease through the Client soon after (the loop that releases a
 // lock and asks for it again) sends its first attempt with its first block
 // in one round trip, instead of failing first (internal/handoff's
-// Request.Requeue): the key is most likely held or reserved by then.
-// Locks of one key only.
+// Request.Requeue): the key is most likely held or reserved by then. When
+// that release also registered the Client's next wait (a Lock that was
+// itself obtained so, see Lock.again), the Obtain blocks at once, under
+// that registration (Request.Registered). Locks of one key only.
 type requeueHint struct {
-	key atomic.Pointer[string] // the key (in the Lock that released it), nil when taken
-	at  atomic.Int64           // when it was handed over, in Unix nanoseconds
+	last atomic.Pointer[requeueRecord] // nil when taken
 }
 
-// requeueWithin is how long after the handover a hint holds: an Obtain
-// later than that starts as any other.
-const requeueWithin = time.Second
+// requeueRecord is one handover of a requeueHint.
+type requeueRecord struct {
+	key *string   // the key, in the Lock that released it
+	id  string    // the waiter id its release registered, "" for none
+	at  time.Time // before the release was sent
+}
+
+const (
+	// requeueWithin is how long after the handover a hint holds: an
+	// Obtain later than that starts as any other.
+	requeueWithin = time.Second
+	// registeredWithin is how long after the handover an Obtain blocks at
+	// once under the registration of the release: half a reservation
+	// (handoff.ReservationArg), the longest a grant for that waiter
+	// stays on the wake-up list before it blocks. A later Obtain requeues
+	// under the same id, and its first attempt renews the registration
+	// and finds a key that came free meanwhile.
+	registeredWithin = 50 * time.Millisecond
+)
 
 // handedOver records that the lock of key, a key of the Lock that
-// released it, was handed over just now. h may be nil.
-func (h *requeueHint) handedOver(key *string) {
+// released it, was handed over by a release sent at at, which registered
+// the waiter id (or "" for none). h may be nil.
+func (h *requeueHint) handedOver(key *string, id string, at time.Time) {
 	if h == nil {
 		return
 	}
-	h.at.Store(time.Now().UnixNano())
-	h.key.Store(key)
+	h.last.Store(&requeueRecord{key: key, id: id, at: at})
 }
 
-// take reports whether key was handed over within requeueWithin, and
-// forgets it then: one Obtain uses a hint.
-func (h *requeueHint) take(key string) bool {
-	p := h.key.Load()
-	if p == nil || *p != key || time.Now().UnixNano()-h.at.Load() >= int64(requeueWithin) {
-		return false
+// take returns how an Obtain of key starts: with the waiter id that the
+// hint's release registered ("" for a new one), the time of that
+// registration when the Obtain may block at once under it (zero
+// otherwise), and whether it requeues. It forgets the hint: one Obtain
+// uses it.
+func (h *requeueHint) take(key string) (id string, registered time.Time, requeue bool) {
+	r := h.last.Load()
+	if r == nil || *r.key != key {
+		return "", time.Time{}, false
 	}
-	return h.key.CompareAndSwap(p, nil)
+	age := time.Since(r.at)
+	if age >= requeueWithin || !h.last.CompareAndSwap(r, nil) {
+		return "", time.Time{}, false
+	}
+	if r.id != "" && age < registeredWithin {
+		return r.id, r.at, false
+	}
+	return r.id, time.Time{}, true
 }

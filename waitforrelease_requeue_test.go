@@ -436,3 +436,158 @@ func TestWaitForReleaseRequeueJoinsGroup(t *testing.T) {
 		t.Errorf("pipelines %q, want the first to be %q", pipes, want)
 	}
 }
+
+// A releaser that asked again at once, alone, and was served registers its
+// next wait with its next Release when that Release hands the key over:
+// the Obtain that follows sends no registration of its own, only its block
+// and the attempt after it (two commands, one round trip), and gets the
+// key when the holder releases it. The registration and the grant list
+// expire by themselves.
+func TestWaitForReleaseRegisteredByRelease(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		locker, trips, name, held := handedOverOnce(t, env, key)
+		// The second Obtain requeues (the last release handed the key
+		// over) and leads alone: its lock's Release will register.
+		second := make(chan obtained, 1)
+		go func() {
+			lock, err := locker.Obtain(ctx, key, time.Minute, waitOpt())
+			second <- obtained{lock: lock, err: err}
+		}()
+		waitUntil(t, "the releaser to block", func() bool { return blocked(t, env.admin, name) })
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-second
+		if got.err != nil {
+			t.Fatalf("the releaser's second Obtain: %v", got.err)
+		}
+		waiterName := clientName("waiter2")
+		waiter := env.newClient(waiterName)
+		done := obtainAsync(ctx, waiter, key, time.Minute, waitOpt())
+		waitUntil(t, "the second waiter to block", func() bool { return blocked(t, env.admin, waiterName) })
+
+		// The third Obtain goes right after the Release (within
+		// registeredWithin): its goroutine is ready before.
+		start, third := make(chan struct{}), make(chan obtained, 1)
+		go func() {
+			<-start
+			lock, err := locker.Obtain(ctx, key, time.Minute, waitOpt())
+			third <- obtained{lock: lock, err: err}
+		}()
+		if err := got.lock.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		trips.reset()
+		close(start)
+		w2 := <-done
+		if w2.err != nil {
+			t.Fatalf("the second waiter: %v", w2.err)
+		}
+		waitUntil(t, "the releaser to block again", func() bool { return blocked(t, env.admin, name) })
+		// The queue holds the releaser's registration alone (the second
+		// waiter's went when it obtained), and its grant list the
+		// placeholder, each with an expiry.
+		companions, _ := handoff.Companions([]string{key})
+		queue := companions[1]
+		ids, err := env.admin.ZRangeWithScores(ctx, queue, 0, -1).Result()
+		if err != nil || len(ids) != 1 || ids[0].Score <= 0 {
+			t.Fatalf("queue %v (%v), want one live registration", ids, err)
+		}
+		grants, _ := handoff.GrantList(key, ids[0].Member.(string))
+		if list, err := env.admin.LRange(ctx, grants, 0, -1).Result(); err != nil || !slices.Equal(list, []string{"~"}) {
+			t.Errorf("grant list %q (%v), want the placeholder", list, err)
+		}
+		if keys := keysWithoutTTL(t, env.admin, redistest.Tag(t)+"*"); len(keys) != 0 {
+			t.Errorf("keys without expiry: %q", keys)
+		}
+		if err := w2.lock.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		last := <-third
+		if last.err != nil {
+			t.Fatalf("the releaser's third Obtain: %v", last.err)
+		}
+		defer func() { _ = last.lock.Release(ctx) }()
+		alone, pipelines, moved := trips.get()
+		if len(alone) != 0 {
+			t.Errorf("sent %q alone, want nothing: the release registered the wait", alone)
+		}
+		// A block that ended before the release (a loaded machine) costs a
+		// block and an attempt more.
+		for i, p := range pipelines {
+			if !slices.Equal(p, []string{"blmove", "evalsha"}) {
+				t.Errorf("pipeline %d: %q, want a block and an attempt", i+1, p)
+			}
+		}
+		if len(moved) == 0 || moved[len(moved)-1] == nil {
+			t.Errorf("blocks returned %v: the release did not hand the lock over", moved)
+		}
+	})
+}
+
+// release.lua with a waiter id (ARGV[3]) registers that waiter only when
+// it hands the key over: a key deleted (no live waiter) or not ours
+// registers no one and writes no grant list.
+func TestReleaseScriptRegistersOnlyWhenHandingOver(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewServer(t, redistest.Redis).Client(t)
+	ctx := context.Background()
+	release := redis.NewScript(luaSource(t, "lua/lib.lua", "lua/handover.lua", "lua/release.lua"))
+	key := redistest.Key(t, "lock")
+	queue, wake := waitQueue(key), wakeList(key)
+	grants := key + ":redislock:grant:next"
+	keys := []string{key, queue, wake, grants}
+	run := func() int64 {
+		t.Helper()
+		n, err := release.Run(ctx, rdb, keys, "tok", 100, "next", 3000).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// Ours, nobody waits: deleted (1 ours, 0 handed), no one registered.
+	if err := rdb.Set(ctx, key, "3:tok:0:", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := run(); n != 1 {
+		t.Errorf("reply %d, want 1: ours and deleted", n)
+	}
+	if n := rdb.Exists(ctx, key, queue, grants).Val(); n != 0 {
+		t.Errorf("%d of the key, queue and grant list exist after a release with no waiter", n)
+	}
+	// Another's key: nothing written.
+	if err := rdb.Set(ctx, key, "5:other:0:", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAdd(ctx, queue, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "w"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := run(); n != 0 {
+		t.Errorf("reply %d, want 0: not ours", n)
+	}
+	if n := rdb.Exists(ctx, grants).Val(); n != 0 || rdb.ZScore(ctx, queue, "next").Err() != redis.Nil {
+		t.Error("a release of another's key registered the waiter")
+	}
+	// Ours with a live waiter: handed over (reply 1*2+1) and registered,
+	// behind the waiter, with the placeholder and expiries.
+	if err := rdb.Set(ctx, key, "3:tok:0:", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := run(); n != 3 {
+		t.Errorf("reply %d, want 3: ours and handed over", n)
+	}
+	ids, err := rdb.ZRange(ctx, queue, 0, -1).Result()
+	if err != nil || !slices.Equal(ids, []string{"w", "next"}) {
+		t.Errorf("queue %q (%v), want the marked waiter, then the releaser", ids, err)
+	}
+	if list := rdb.LRange(ctx, grants, 0, -1).Val(); !slices.Equal(list, []string{"~"}) {
+		t.Errorf("grant list %q, want the placeholder", list)
+	}
+	for _, k := range []string{queue, grants} {
+		if ttl := rdb.PTTL(ctx, k).Val(); ttl <= 0 || ttl > 6*time.Second {
+			t.Errorf("%s: PTTL %v, want an expiry within twice the registration", k, ttl)
+		}
+	}
+}

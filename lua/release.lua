@@ -6,10 +6,22 @@
 -- Then, only when ARGV[2] is given:
 -- KEYS[n+1..2n]    the wait queue of each lock key (a sorted set).
 -- KEYS[2n+1..3n]   the wake-up list of each lock key.
+-- KEYS[3n+1]       only with ARGV[3], for a lock of one key (n = 1): the
+--                  grant list of waiter ARGV[3].
 -- ARGV[1]     the token.
 -- ARGV[2]     optional: how long (ms) a key handed over stays reserved for
 --             the woken waiter. Without it (keys that cannot have
 --             companions in their slot), keys are only deleted.
+-- ARGV[3]     optional, with ARGV[2] and one key: the id of a waiter that
+--             the caller is about to be (a releaser that asks again at
+--             once, see internal/handoff's Request.Registered). When the
+--             key is handed over, that waiter is registered in its queue
+--             until ARGV[4] ms from now, as a failed attempt would
+--             register it (lapsed entries dropped first), and its grant
+--             list gets the placeholder "~" with a TTL of twice ARGV[4]
+--             (obtain.lua). A key deleted (no live waiter) registers
+--             no one.
+-- ARGV[4]     with ARGV[3]: how long (ms) that registration lasts.
 --
 -- A key is ours when its value starts with owner(token) (lib.lua).
 -- Keys held by another, or gone, are left alone. With ARGV[2], each key of
@@ -22,8 +34,9 @@
 -- more). Fewer than n ours means the lock had been lost, at least in part.
 local token = ARGV[1]
 local reserve = ARGV[2]
+local again = ARGV[3]
 local n = #KEYS
-if reserve then n = n / 3 end
+if again then n = 1 elseif reserve then n = n / 3 end
 local prefix = owner(token)
 local deleted, handed = 0, 0
 for i = 1, n do
@@ -36,6 +49,17 @@ for i = 1, n do
       deleted = deleted + redis.call("DEL", KEYS[i])
     end
   end
+end
+if again and handed > 0 then
+  -- The releaser's next wait, registered behind those handed the key
+  -- (clock() has the script's instant: the handover read it).
+  local _, now = clock()
+  local life = tonumber(ARGV[4])
+  redis.call("ZREMRANGEBYSCORE", KEYS[2], -now, now)
+  redis.call("ZADD", KEYS[2], now + life, again)
+  redis.call("PEXPIRE", KEYS[2], life)
+  redis.call("RPUSH", KEYS[4], "~")
+  redis.call("PEXPIRE", KEYS[4], 2 * life)
 end
 if reserve then return handed * (n + 1) + deleted end
 return deleted

@@ -50,7 +50,9 @@
 // [Registry.Wait] is a small state machine: attempting (one script call),
 // requeuing (the first attempt, the first block and the attempt after it,
 // in one pipeline, for a caller that handed the keys over a moment ago: at
-// once, or when the lead of its group passes to it),
+// once, or when the lead of its group passes to it; a wait that the
+// caller's release registered, [Request.Registered], skips that first
+// attempt and starts blocking),
 // blocking (BLMOVE from the wake-up list to the grant list and the
 // attempt, in one pipeline: Redis runs the attempt as soon as a release
 // serves the block), sleeping (in the group of goroutines

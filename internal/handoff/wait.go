@@ -129,6 +129,22 @@ type Request struct {
 	// attempt is not counted as an attempt of its own (MaxAttempts,
 	// Attempted).
 	Requeue bool
+	// ID, when not empty, is the waiter's id in the wait queues (see
+	// [GrantList]); otherwise the wait draws one at random. A caller that
+	// registered the wait before it began names it here.
+	ID string
+	// Registered, when not zero, says that a script of the caller
+	// registered this wait under ID in the queue of its one key (a
+	// release that handed the key over and asked for it again, release.lua),
+	// at a time after Registered, and gave its grant list the
+	// placeholder: the wait then sends its first block and the attempt
+	// that follows it at once, with no registration of its own (or, when
+	// other waits of the Registry are in the key's group, waits for the
+	// lead as a registered member). The registration must be younger than
+	// a reservation (ReservationArg): a release that handed the key to
+	// this waiter before it blocked left the grant on the wake-up list
+	// for that long. One key only; Requeue is then ignored.
+	Registered time.Time
 	// Successors says that the waiting script registers the member of
 	// this process that leads after the wait, when the attempt after a
 	// block obtains the keys and that member joined its group with a
@@ -161,6 +177,10 @@ type Outcome struct {
 	// Companions are the keys' [Companions] when the wait used them (nil
 	// when it polled), for the release to hand the keys over with.
 	Companions []string
+	// Alone reports that the wait began as a requeue or [Request.Registered]
+	// and led its group from its first block: no other wait of the
+	// Registry waited for the key through the client.
+	Alone bool
 }
 
 // ErrGaveUp is returned by [Registry.Wait] when the keys stayed held and
@@ -250,7 +270,11 @@ type wait struct {
 func (r *Registry) newWait(req *Request) *wait {
 	w := &wait{reg: r, req: req}
 	w.m = &w.mem
-	w.m.init(rand.Text())
+	id := req.ID
+	if id == "" {
+		id = rand.Text()
+	}
+	w.m.init(id)
 	return w
 }
 
@@ -327,9 +351,26 @@ func (w *wait) start(ctx context.Context, longest time.Duration) {
 	w.args = append(append(make([]any, 0, len(req.CallArgs)+6), req.CallArgs...), w.m.id, RegistrationArg, ReservationArg, "", int64(1), firstAttempt)
 	w.move = []any{"blmove", nil, grants, "left", "left", nil}
 	w.state = attempting
-	if req.Requeue && n == 1 {
+	switch {
+	case n != 1:
+	case !req.Registered.IsZero():
+		w.preRegistered(ctx)
+	case req.Requeue:
 		w.requeue(ctx)
 	}
+}
+
+// firstBlockFor returns how long a wait that has not attempted yet blocks
+// first, or 0 when it has too little time left to block.
+func (w *wait) firstBlockFor(ctx context.Context) time.Duration {
+	block := min(firstBlock, w.m.longest)
+	if d, ok := ctx.Deadline(); ok {
+		block = min(block, time.Until(d)-w.slack)
+	}
+	if block < minBlock {
+		return 0
+	}
+	return block
 }
 
 // requeue makes a wait that has time enough to block skip its attempt
@@ -341,19 +382,35 @@ func (w *wait) start(ctx context.Context, longest time.Duration) {
 // requeues when the lead passes to it (see sleep).
 func (w *wait) requeue(ctx context.Context) {
 	now := time.Now()
-	block := min(firstBlock, w.m.longest)
-	if d, ok := ctx.Deadline(); ok {
-		block = min(block, d.Sub(now)-w.slack)
-	}
-	if block < minBlock {
+	block := w.firstBlockFor(ctx)
+	if block == 0 {
 		return
 	}
 	if w.g.leadAlone(w.m) {
-		w.block, w.state = block, requeuing
+		w.block, w.state, w.out.Alone = block, requeuing, true
 		return
 	}
 	if w.g.joinQuiet(w.m) {
 		w.m.since, w.state = now, sleeping
+	}
+}
+
+// preRegistered starts a wait that the caller's release registered (see
+// Request.Registered): with its registration and grant list in place, it
+// blocks at once when it may lead its group alone, and otherwise sleeps in
+// the group as a registered member. With too little time to block it
+// attempts (and so renews the registration) as any wait does.
+func (w *wait) preRegistered(ctx context.Context) {
+	at := w.req.Registered
+	w.sentWaiter, w.registered, w.m.since = true, true, at
+	w.g.registered(w.m, at)
+	block := w.firstBlockFor(ctx)
+	switch {
+	case block == 0:
+	case w.g.leadAlone(w.m):
+		w.block, w.state, w.out.Alone = block, blocking, true
+	default:
+		w.state = sleeping
 	}
 }
 
@@ -428,7 +485,7 @@ func (w *wait) attempt(ctx context.Context) {
 				w.g.adopt(w.heir, sent)
 			}
 			w.registered = false
-			w.out = Outcome{Obtained: true, Value: r.value, Sent: sent}
+			w.out = Outcome{Obtained: true, Value: r.value, Sent: sent, Alone: w.out.Alone}
 			if blocked && w.req.Shared {
 				w.g.wakeAll(w.m)
 			}

@@ -32,6 +32,7 @@ type model struct {
 	nexts     []any    // the successor each block's attempt names
 	keyCounts []int    // how many keys each block's attempt has
 	kinds     []any    // each block's attempt's last argument (first, later)
+	ids       []any    // each block's attempt's waiter id
 }
 
 func (m *model) reply() any {
@@ -70,6 +71,7 @@ func (m *model) blockAndAttempt(_ context.Context, _ []string, first, _ []any, d
 	m.nexts = append(m.nexts, args[len(args)-3])
 	m.keyCounts = append(m.keyCounts, len(keys))
 	m.kinds = append(m.kinds, args[len(args)-1])
+	m.ids = append(m.ids, args[len(args)-6])
 	m.mu.Unlock()
 	time.Sleep(d + m.tickLate)
 	return m.reply(), nil, nil
@@ -461,6 +463,91 @@ func TestWaitRequeueAdopted(t *testing.T) {
 		}
 		if m.nexts[2] != "" || m.keyCounts[2] != m.keyCounts[0] || m.kinds[2] != laterAttempt {
 			t.Errorf("the adopted member's block named %v with %d keys, attempt %v; want none, %d keys and a later attempt (it takes its grant list)", m.nexts[2], m.keyCounts[2], m.kinds[2], m.keyCounts[0])
+		}
+	})
+}
+
+// A wait that the caller's release registered (Request.Registered) sends
+// no attempt of its own before it blocks: alone in its group, it blocks at
+// once under its ID, with a later attempt (it takes its grant list), and
+// its Outcome says it led alone; in a group whose other member leads, it
+// sends nothing until the lead passes to it, then blocks. Given up, it
+// leaves (its registration is taken back).
+func TestWaitRegistered(t *testing.T) {
+	for _, c := range []string{"alone", "joins a group that blocks"} {
+		synctest.Test(t, func(t *testing.T) {
+			reg := NewRegistry()
+			m := &model{tickLate: time.Millisecond}
+			req := request(time.Minute)
+			req.ID, req.Registered, req.MaxAttempts = "registered", time.Now(), 2
+			leaderCtx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			leaderDone := make(chan error, 1)
+			if c == "joins a group that blocks" {
+				leader := request(time.Minute)
+				leader.Client = req.Client
+				go func() {
+					_, err := reg.run(leaderCtx, leader, m, maxBlock)
+					leaderDone <- err
+				}()
+				synctest.Wait()
+			}
+			type result struct {
+				out Outcome
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				out, err := reg.run(context.Background(), req, m, maxBlock)
+				done <- result{out, err}
+			}()
+			synctest.Wait()
+			want := []string{"block"}
+			if c == "joins a group that blocks" {
+				if !slices.Equal(m.calls, []string{"attempt", "block"}) {
+					t.Fatalf("calls %q while the leader blocks, want only the leader's", m.calls)
+				}
+				cancel()
+				if err := <-leaderDone; !errors.Is(err, context.Canceled) {
+					t.Errorf("the leader: %v", err)
+				}
+				want = []string{"attempt", "block", "block"}
+			}
+			// The key comes free during the registered wait's first block.
+			m.mu.Lock()
+			m.free = true
+			m.mu.Unlock()
+			got := <-done
+			if got.err != nil || !got.out.Obtained {
+				t.Fatalf("%s: %+v, %v; want the keys", c, got.out, got.err)
+			}
+			if !slices.Equal(m.calls, want) {
+				t.Errorf("%s: calls %q, want %q", c, m.calls, want)
+			}
+			if m.ids[len(m.ids)-1] != "registered" || m.kinds[len(m.kinds)-1] != laterAttempt {
+				t.Errorf("%s: the block's attempt had id %v and kind %v, want the registered id and a later attempt", c, m.ids, m.kinds)
+			}
+			if alone := c == "alone"; got.out.Alone != alone {
+				t.Errorf("%s: Outcome.Alone %v, want %v", c, got.out.Alone, alone)
+			}
+			// The leader that gave up left; the registered wait obtained.
+			wantLeft := 0
+			if c == "joins a group that blocks" {
+				wantLeft = 1
+			}
+			if m.left != wantLeft {
+				t.Errorf("%s: %d leaves, want %d", c, m.left, wantLeft)
+			}
+		})
+	}
+	// Given up: its registration is taken back.
+	synctest.Test(t, func(t *testing.T) {
+		m := &model{tickLate: time.Millisecond}
+		req := request(time.Minute)
+		req.ID, req.Registered, req.MaxAttempts = "registered", time.Now(), 1
+		_, err := NewRegistry().run(context.Background(), req, m, maxBlock)
+		if !errors.Is(err, ErrGaveUp) || m.left != 1 || !slices.Equal(m.calls, []string{"block"}) {
+			t.Errorf("gave up with %v after %q, %d leaves; want ErrGaveUp after one block, one leave", err, m.calls, m.left)
 		}
 	})
 }
