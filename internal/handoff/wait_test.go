@@ -85,6 +85,21 @@ func (m *model) leave(context.Context, []string, []any) {
 
 func (m *model) tick(context.Context) time.Duration { return m.tickLate }
 
+// startLeader starts a wait of reg for the model's key through client,
+// which leads its group (its attempt fails, and it blocks until ctx
+// ends), and returns once it blocks; the channel gets its error.
+func startLeader(ctx context.Context, reg *Registry, client redis.Scripter, m *model) <-chan error {
+	leader := request(time.Minute)
+	leader.Client = client
+	done := make(chan error, 1)
+	go func() {
+		_, err := reg.run(ctx, leader, m, maxBlock)
+		done <- err
+	}()
+	synctest.Wait()
+	return done
+}
+
 func request(ttl time.Duration) *Request {
 	return &Request{
 		Client:    &scripterOnly{},
@@ -356,7 +371,7 @@ func TestWaitRequeue(t *testing.T) {
 			m := &model{tickLate: time.Millisecond}
 			req := request(time.Minute)
 			req.Requeue, req.MaxAttempts = true, 2
-			leaderDone := make(chan error, 1)
+			var leaderDone <-chan error
 			leaderCtx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			switch c {
@@ -368,13 +383,7 @@ func TestWaitRequeue(t *testing.T) {
 			case "joins a group that blocks":
 				// A wait of the process leads: its attempt fails, and it
 				// blocks until its context ends.
-				leader := request(time.Minute)
-				leader.Client = req.Client
-				go func() {
-					_, err := reg.run(leaderCtx, leader, m, maxBlock)
-					leaderDone <- err
-				}()
-				synctest.Wait()
+				leaderDone = startLeader(leaderCtx, reg, req.Client, m)
 				if !slices.Equal(m.calls, []string{"attempt", "block"}) {
 					t.Fatalf("the leader's calls: %q", m.calls)
 				}
@@ -482,15 +491,9 @@ func TestWaitRegistered(t *testing.T) {
 			req.ID, req.Registered, req.MaxAttempts = "registered", time.Now(), 2
 			leaderCtx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			leaderDone := make(chan error, 1)
+			var leaderDone <-chan error
 			if c == "joins a group that blocks" {
-				leader := request(time.Minute)
-				leader.Client = req.Client
-				go func() {
-					_, err := reg.run(leaderCtx, leader, m, maxBlock)
-					leaderDone <- err
-				}()
-				synctest.Wait()
+				leaderDone = startLeader(leaderCtx, reg, req.Client, m)
 			}
 			type result struct {
 				out Outcome
