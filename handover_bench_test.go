@@ -18,9 +18,11 @@ import (
 // registers the releaser again: the requeue attempt in this checkout), for this checkout's scripts and, in the
 // same run, for those of the old library (commit 96ede5c, kept in
 // testdata/scripts-96ede5c), each in a state built by plain commands
-// before it. It reports the EVALSHA time of INFO commandstats (the script
-// with its commands) per step and per handover for each, and their ratio
-// (now ÷ 96ede5c). Between two script calls the server runs other
+// before it; and, as "registered", this checkout's loop of a releaser
+// alone in its process, whose release registers it (release.lua's ARGV[3]):
+// two scripts, no registration step. It reports the EVALSHA time of INFO
+// commandstats (the script with its commands) per step and per handover
+// for each, and the ratios now ÷ 96ede5c and registered ÷ now. Between two script calls the server runs other
 // commands (the setup, INFO), so the scripts run with cold caches, as in
 // the hot-key loop; one to two no-op scripts at random before each step
 // keep Lua's periodic garbage collection from landing on one step. The
@@ -31,6 +33,7 @@ func BenchmarkHandoverScripts(b *testing.B) {
 	type way struct {
 		name            string
 		release, obtain *redis.Script
+		registers       bool             // the release registers the releaser
 		step            [3]time.Duration // release, attempt, registration
 	}
 	ways := []*way{
@@ -40,6 +43,9 @@ func BenchmarkHandoverScripts(b *testing.B) {
 		{name: "96ede5c",
 			release: redis.NewScript(luaSource(b, "testdata/scripts-96ede5c/handover.lua", "testdata/scripts-96ede5c/release.lua")),
 			obtain:  redis.NewScript(luaSource(b, "testdata/scripts-96ede5c/handover.lua", "testdata/scripts-96ede5c/obtain.lua"))},
+		{name: "registered", registers: true,
+			release: redis.NewScript(luaSource(b, "lua/lib.lua", "lua/handover.lua", "lua/release.lua")),
+			obtain:  redis.NewScript(luaSource(b, "lua/lib.lua", "lua/handover.lua", "lua/obtain.lua"))},
 	}
 	noop := redis.NewScript("return 0")
 	evalsha := func() time.Duration {
@@ -87,7 +93,17 @@ func BenchmarkHandoverScripts(b *testing.B) {
 			must(rdb.Del(ctx, k, queue, wake, grants, other).Err())
 			must(rdb.Set(ctx, k, "3:tok:0:", time.Minute).Err())
 			must(rdb.ZAdd(ctx, queue, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "w1"}).Err())
-			timed(w, 0, func() error { return w.release.EvalSha(ctx, rdb, []string{k, queue, wake}, "tok", 100).Err() })
+			timed(w, 0, func() error {
+				if w.registers {
+					// It hands over to w1 and registers w3, the releaser's next wait.
+					n, err := w.release.EvalSha(ctx, rdb, []string{k, queue, wake, other}, "tok", 100, "w3", 2000).Int64()
+					if err == nil && n != 3 {
+						b.Fatalf("%s: the release replied %d, want 3 (handed over)", w.name, n)
+					}
+					return err
+				}
+				return w.release.EvalSha(ctx, rdb, []string{k, queue, wake}, "tok", 100).Err()
+			})
 			// w1's block moves the grant to its list (over the placeholder
 			// of its registration), and its attempt takes the key.
 			must(rdb.RPush(ctx, grants, "~").Err())
@@ -101,14 +117,18 @@ func BenchmarkHandoverScripts(b *testing.B) {
 			})
 			// The releaser asks again: its first attempt registers it (in
 			// this checkout, the requeue attempt, ARGV[10] "2", which the
-			// old scripts do not read).
+			// old scripts do not read); registered by its release, it
+			// sends no script before its block.
+			if w.registers {
+				continue
+			}
 			timed(w, 2, func() error {
 				return w.obtain.EvalSha(ctx, rdb, []string{k, queue, wake, other}, "tok3", "", 60000, "0", "w3", 2000, 100, "", 0, "2").Err()
 			})
 		}
 		n++
 	}
-	var cycle [2]float64
+	var cycle [3]float64
 	for i, w := range ways {
 		for s, name := range []string{"release", "attempt", "registration"} {
 			us := float64(w.step[s].Nanoseconds()) / 1000 / float64(n)
@@ -118,4 +138,5 @@ func BenchmarkHandoverScripts(b *testing.B) {
 		b.ReportMetric(cycle[i], w.name+"-handover-server-µs")
 	}
 	b.ReportMetric(cycle[0]/cycle[1], "now÷96ede5c")
+	b.ReportMetric(cycle[2]/cycle[0], "registered÷now")
 }
