@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -189,25 +188,19 @@ func TestRunWaitRetriesConnection(t *testing.T) {
 	srv := redistest.SharedServer(t, redistest.Redis)
 	t.Run("reset", func(t *testing.T) {
 		t.Parallel()
-		// A listener that drops every connection it accepts: each accept
-		// is an attempt of redislock's. On a port the harness keeps from
-		// its servers: the proxy listens on it again below.
-		l, err := net.Listen("tcp", redistest.FreeAddr(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		// A proxy that drops every connection it accepts until it
+		// forwards them: each drop is an attempt of redislock's. On a port
+		// the harness keeps from its servers, and listened on throughout
+		// (closed and listened on again, the port could be taken by
+		// another socket of the machine in between).
 		attempts := make(chan struct{}, 100)
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				_ = c.Close()
-				attempts <- struct{}{}
+		proxy := newDroppingProxy(t, redistest.FreeAddr(t), srv.Addr(), func() {
+			select {
+			case attempts <- struct{}{}:
+			default:
 			}
-		}()
-		addr := l.Addr().String()
+		})
+		addr := proxy.Addr()
 		key := redistest.Key(t, "lock")
 		env, a := runArgs([]string{"--redis", "redis://" + addr}, []string{"--wait", "15s"}, key, "exit", "0")
 		p := start(t, env, a...)
@@ -220,8 +213,7 @@ func TestRunWaitRetriesConnection(t *testing.T) {
 				t.Fatal("redislock did not try twice")
 			}
 		}
-		_ = l.Close()
-		newProxy(t, addr, srv.Addr()) // Redis comes up at the address
+		proxy.Forward() // Redis comes up at the address
 		if got := parseEnvLine(t, p); got.key != key {
 			t.Errorf("command's key = %q, want %q", got.key, key)
 		}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -17,6 +18,8 @@ type tcpProxy struct {
 	conns    []net.Conn
 	cut      bool
 	wg       sync.WaitGroup
+	dropping atomic.Bool // close each connection at once (see newDroppingProxy)
+	dropped  func()      // called for each connection closed so
 }
 
 // newProxy starts a proxy to upstream listening on addr (from
@@ -24,15 +27,34 @@ type tcpProxy struct {
 // the port). The test's end cuts it.
 func newProxy(t testing.TB, addr, upstream string) *tcpProxy {
 	t.Helper()
+	return startProxy(t, addr, upstream, nil)
+}
+
+// newDroppingProxy is newProxy with a proxy that closes every connection
+// it accepts at once, calling dropped for each, until Forward: a server
+// that comes up on an address where nothing answered, without the port
+// ever being free for another socket to take.
+func newDroppingProxy(t testing.TB, addr, upstream string, dropped func()) *tcpProxy {
+	t.Helper()
+	return startProxy(t, addr, upstream, dropped)
+}
+
+func startProxy(t testing.TB, addr, upstream string, dropped func()) *tcpProxy {
+	t.Helper()
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpProxy{l: l, upstream: upstream}
+	p := &tcpProxy{l: l, upstream: upstream, dropped: dropped}
+	p.dropping.Store(dropped != nil)
 	p.wg.Go(p.accept)
 	t.Cleanup(p.Cut)
 	return p
 }
+
+// Forward makes a proxy of newDroppingProxy forward the connections it
+// accepts from now on.
+func (p *tcpProxy) Forward() { p.dropping.Store(false) }
 
 // Addr returns the address the proxy listens on.
 func (p *tcpProxy) Addr() string { return p.l.Addr().String() }
@@ -42,6 +64,11 @@ func (p *tcpProxy) accept() {
 		c, err := p.l.Accept()
 		if err != nil {
 			return
+		}
+		if p.dropping.Load() {
+			_ = c.Close()
+			p.dropped()
+			continue
 		}
 		u, err := net.Dial("tcp", p.upstream)
 		if err != nil {
