@@ -523,7 +523,8 @@ func runParts(t *testing.T, e *env, kind faultKind, parts ...*part) {
 
 // runReports runs the workloads of parts at once while kind's schedule runs
 // on the test goroutine, heals (e.heal, so that the last releases go
-// through), waits for every worker to finish, and returns the check of
+// through), lets the workers go on until every part has obtained once
+// (waitObtained), waits for every worker to finish, and returns the check of
 // each part's share of the history, and how many of each part's obtains a
 // release handed over.
 func runReports(t *testing.T, e *env, kind faultKind, parts ...*part) ([]chaos.Report, []int64) {
@@ -546,13 +547,49 @@ func runReports(t *testing.T, e *env, kind faultKind, parts ...*part) ([]chaos.R
 			if e.heal != nil {
 				e.heal()
 			}
+			if !t.Failed() {
+				waitObtained(e, parts, runners)
+			}
 			close(stop)
 			wg.Wait()
 		}()
 		kind.schedule(e)
 	}()
+	reps := reportsOf(e, parts, runners)
+	handed := make([]int64, len(parts))
+	for i := range parts {
+		handed[i] = runners[i].handedOver()
+	}
+	return reps, handed
+}
+
+// obtainGrace bounds how long the workers go on after a schedule (healed)
+// for a part that has not obtained once.
+const obtainGrace = 10 * time.Second
+
+// waitObtained lets the workers go on after the schedule until every part
+// has obtained at least once, for at most obtainGrace: on a loaded machine
+// a short run can end before a workload got through a fault that took most
+// of it (a Sentinel failover, say), which checkReport would take for a
+// workload that never worked. It returns at once when every part has.
+func waitObtained(e *env, parts []*part, runners []runner) {
+	deadline := time.Now().Add(obtainGrace)
+	for {
+		all := true
+		for _, r := range reportsOf(e, parts, runners) {
+			all = all && r.Obtains > 0
+		}
+		if all || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // the next look at the history
+	}
+}
+
+// reportsOf returns the check of each part's share of the history so far.
+func reportsOf(e *env, parts []*part, runners []runner) []chaos.Report {
 	events := e.h.Events()
-	reps, handed := make([]chaos.Report, len(parts)), make([]int64, len(parts))
+	reps := make([]chaos.Report, len(parts))
 	for i, p := range parts {
 		var own []chaos.Event
 		for _, ev := range events {
@@ -561,9 +598,8 @@ func runReports(t *testing.T, e *env, kind faultKind, parts ...*part) ([]chaos.R
 			}
 		}
 		reps[i] = runners[i].check(own)
-		handed[i] = runners[i].handedOver()
 	}
-	return reps, handed
+	return reps
 }
 
 // lockWorkload returns the start of the lock workload (see workload) on
