@@ -97,41 +97,27 @@
 -- WRONGTYPE error. Either way no lock key is left written.
 local token, meta, ttl = ARGV[1], ARGV[2], ARGV[3]
 local fenced = ARGV[4] ~= "0"
-local waiter = ARGV[5]
--- A plain attempt that times its next one by the holder's expiry.
-local timed = waiter == ""
-if timed then waiter = nil end
--- A successor named "+<id>" (ARGV[8]) is registered, and its grant list
--- is the last key.
-local adopt = waiter and string.byte(ARGV[8] or "", 1) == 43
-local n = #KEYS
-if fenced then n = n - 1 end
-if adopt then n = n - 1 end
-if waiter then n = (n - 1) / 3 end
-local f = n
-if fenced then f = n + 1 end
-
 local prefix = owner(token)
 
--- micros() returns the server's time in µs, and its decimal text: TIME's
--- seconds and its microseconds padded to six digits.
+-- micros() returns the server's time in µs, and its decimal text (exact:
+-- about 1.8e15, below 2^53; %d formats it as a 64-bit integer).
 local function micros()
   local t = clock()
-  local s = t[1] .. string.sub("00000" .. t[2], -6)
-  return tonumber(s), s
+  local now = t[1] * 1000000 + t[2]
+  return now, string.format("%d", now)
 end
 
--- advance(now, s) moves the fence counter past every token it gave, to
--- now (the server's TIME in µs, s its decimal text) in the usual case:
--- one write, whose GET returns what the counter held. Only a counter at or
--- ahead of the clock (or two acquisitions within a µs) takes a second
--- write, to cur + 1. KEEPTTL, so that a counter given a TTL keeps it. It
--- returns the new token and its text; or nil and the error reply when the
--- counter is not a string (WRONGTYPE) or not a plain decimal integer that
--- Lua's doubles hold exactly (below 2^53: "inf", "1e300", "0x10" or " 12"
--- would make the next token wrong), which is then put back as it was.
-local function advance(now, s)
-  local counter = KEYS[n + 1]
+-- advance(counter, now, s) moves the fence counter past every token it
+-- gave, to now (the server's TIME in µs, s its decimal text) in the usual
+-- case: one write, whose GET returns what the counter held. Only a counter
+-- at or ahead of the clock (or two acquisitions within a µs) takes a
+-- second write, to cur + 1. KEEPTTL, so that a counter given a TTL keeps
+-- it. It returns the new token and its text; or nil and the error reply
+-- when the counter is not a string (WRONGTYPE) or not a plain decimal
+-- integer that Lua's doubles hold exactly (below 2^53: "inf", "1e300",
+-- "0x10" or " 12" would make the next token wrong), which is then put back
+-- as it was.
+local function advance(counter, now, s)
   local cur = redis.pcall("SET", counter, s, "KEEPTTL", "GET")
   if type(cur) == "table" then return nil, cur end
   if not cur then return now, s end
@@ -147,31 +133,45 @@ local function advance(now, s)
   return fence, s
 end
 
--- One free key, no fence, no waiter: one SET NX takes it. A key that
--- exists (held, reserved, or ours for a re-entrant obtain) goes the
--- general way below.
-if n == 1 and not waiter then
-  if not fenced then
+-- One free key without waiter (ARGV[5] absent, or "" for a poll), before
+-- anything else is worked out: one SET NX takes it. Fenced, the key is
+-- taken with the clock's token first, so that the SET NX also tells
+-- whether it was free (no GET), and the counter is written only when it
+-- was. A key that exists (held, reserved, or ours for a re-entrant
+-- obtain) goes the general way below.
+if not ARGV[5] or ARGV[5] == "" then
+  if not fenced and #KEYS == 1 then
     if redis.call("SET", KEYS[1], prefix .. "0:" .. meta, "NX", "PX", ttl) then return 0 end
-  else
-    -- Fenced: the key is taken with the clock's token first, so that the
-    -- SET NX also tells whether it was free (no GET), and the counter is
-    -- written only when it was.
+  elseif fenced and #KEYS == 2 then
     local now, s = micros()
-    local suffix = "/" .. ARGV[4] .. ":" .. meta
-    if redis.call("SET", KEYS[1], prefix .. s .. suffix, "NX", "PX", ttl) then
-      local fence, fs = advance(now, s)
+    if redis.call("SET", KEYS[1], prefix .. s .. "/" .. ARGV[4] .. ":" .. meta, "NX", "PX", ttl) then
+      local fence, fs = advance(KEYS[2], now, s)
       if not fence then
         redis.call("DEL", KEYS[1])
         return fs
       end
       if fence ~= now then
-        redis.call("SET", KEYS[1], prefix .. fs .. suffix, "PX", ttl)
+        redis.call("SET", KEYS[1], prefix .. fs .. "/" .. ARGV[4] .. ":" .. meta, "PX", ttl)
       end
       return fence
     end
   end
 end
+
+local waiter = ARGV[5]
+-- A plain attempt that times its next one by the holder's expiry.
+local timed = waiter == ""
+if timed then waiter = nil end
+-- A successor named "+<id>" (ARGV[8]) is registered, and its grant list
+-- is the last key.
+local adopt = waiter and string.byte(ARGV[8] or "", 1) == 43
+local n = #KEYS
+if fenced then n = n - 1 end
+if adopt then n = n - 1 end
+if waiter then n = (n - 1) / 3 end
+local f = n
+if fenced then f = n + 1 end
+
 -- The grant list holds a placeholder, "~", pushed and given a TTL by the
 -- waiter's registration, so that the BLMOVE that follows pushes a grant
 -- onto a list that expires by itself, whatever becomes of the waiter. Its
@@ -271,7 +271,7 @@ if fenced then
   if owned == n and same and same ~= "0" then
     fence, field = tonumber(same), same
   else
-    fence, field = advance(micros())
+    fence, field = advance(KEYS[n + 1], micros())
     if not fence then
       if granted then
         handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
