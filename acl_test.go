@@ -224,16 +224,17 @@ func TestACLDocumented(t *testing.T) {
 	}
 }
 
-// noScriptACL is what a user needs to refresh and release single-key locks
-// on a server with SET … IFEQ and DELIFEQ (Valkey 9; DELEX on Redis 8.4):
+// noScriptACL is what a user needs to obtain (unfenced), refresh and
+// release single-key locks on a server with SET … IFEQ and DELIFEQ (Valkey 9; DELEX on Redis 8.4):
 // no EVAL, EVALSHA or FCALL. HELLO, which the Client sends once to learn
 // the server's version, needs no permission. On a Cluster, go-redis also
 // reads the slot map.
 var noScriptACL = []string{"~locks:*", "+get", "+set", "+delifeq"}
 
-// On Valkey 9, a user who may run no script at all can refresh and release
-// a lock that another obtained, through Client.Attach, with the same
-// ownership check by exact value.
+// On Valkey 9, a user who may run no script at all can obtain and release
+// an unfenced lock of one key, and refresh and release a lock that another
+// obtained, through Client.Attach, with the same ownership check by exact
+// value.
 func TestACLWithoutScripts(t *testing.T) {
 	for _, tp := range redistest.Topologies() {
 		if tp.Flavor != redistest.Valkey9 {
@@ -269,8 +270,19 @@ func TestACLWithoutScripts(t *testing.T) {
 			if err := rdb.Eval(ctx, "return 1", []string{key}).Err(); !permissionDenied(err) {
 				t.Fatalf("EVAL as %s: %v, want NOPERM (the test's premise)", user, err)
 			}
-			if _, err := locker.Obtain(ctx, key, time.Minute, nil); !permissionDenied(err) {
-				t.Errorf("Obtain as %s: %v, want NOPERM: obtaining needs a script", user, err)
+			// One key, unfenced: a plain SET NX, which needs no script.
+			plain, err := locker.Obtain(ctx, key, time.Minute, nil)
+			if err != nil {
+				t.Fatalf("Obtain as %s: %v", user, err)
+			}
+			if err := plain.Release(ctx); err != nil {
+				t.Fatalf("Release as %s: %v", user, err)
+			}
+			if _, err := locker.Obtain(ctx, key, time.Minute, &redislock.Options{FenceKey: fence}); !permissionDenied(err) {
+				t.Errorf("fenced Obtain as %s: %v, want NOPERM: a fenced obtain needs a script", user, err)
+			}
+			if n := admin.Exists(ctx, key).Val(); n != 0 {
+				t.Errorf("key left after the Release and the refused Obtain as %s", user)
 			}
 
 			held, err := redislock.New(admin).Obtain(ctx, key, time.Minute, &redislock.Options{FenceKey: fence, Metadata: "by admin"})

@@ -170,6 +170,25 @@ func nativeRefused(err error) bool {
 	return strings.HasPrefix(msg, "ERR unknown command") || strings.HasPrefix(msg, "ERR syntax error") || strings.HasPrefix(msg, "NOPERM")
 }
 
+// setNX is the first obtain attempt of a single key without fence key,
+// waiter or token of the caller's, on a Client from New: SET key value NX
+// PX ttl, where value is what obtain.lua would write, on every server (it
+// needs no detection; an ACL that refuses SET refuses the script's SET
+// too). Its reply is obtain.lua's: 0 obtained, obtainHeld not. Only a
+// token that no attempt sent before may use it: the script also takes back
+// a key that holds the token already (a retry after a lost reply), which
+// SET NX cannot.
+func (l *Lock) setNX(ctx context.Context, c commander, key, metadata string, ttl *scriptArg) (int64, error) {
+	err := c.Do(ctx, "set", key, l.args.valueArg(metadata), "nx", "px", ttl).Err()
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.Is(err, redis.Nil):
+		return obtainHeld, nil
+	}
+	return 0, err
+}
+
 // lockValue returns the value the lock's obtain wrote, when the Lock knows
 // it (not for one from Attach, which knows neither metadata nor fence tag):
 // "<#token>:<token>:<fence>:<metadata>" (lib.lua, obtain.lua). The last

@@ -41,9 +41,10 @@ func (a *scriptArg) String() string { return string(a.b) }
 // takes them, in the Lock it builds: a failed obtain, whose Lock the Client
 // reuses (see Client.spare), then boxes no argument of its own.
 type obtainArgs struct {
-	token, ttl scriptArg
-	tokenBuf   [tokenLen]byte
-	ttlBuf     [20]byte // an int64 in decimal
+	token, ttl, value scriptArg
+	tokenBuf          [tokenLen]byte
+	ttlBuf            [20]byte // an int64 in decimal
+	valueBuf          [40]byte // the value of a plain SET, short metadata inline
 }
 
 // newToken generates a token into a's storage and returns it as an
@@ -58,4 +59,16 @@ func (a *obtainArgs) newToken() *scriptArg {
 func (a *obtainArgs) ttlArg(ms int64) *scriptArg {
 	a.ttl.b = strconv.AppendInt(a.ttlBuf[:0], ms, 10)
 	return &a.ttl
+}
+
+// valueArg returns the value that obtain.lua writes for the generated token
+// and metadata without fence, "<#token>:<token>:0:<metadata>" (lib.lua), as
+// an argument.
+func (a *obtainArgs) valueArg(metadata string) *scriptArg {
+	b := strconv.AppendInt(a.valueBuf[:0], tokenLen, 10)
+	b = append(b, ':')
+	b = append(b, a.tokenBuf[:]...)
+	b = append(b, ":0:"...)
+	a.value.b = append(b, metadata...)
+	return &a.value
 }
