@@ -42,7 +42,7 @@ func main() {
 	flag.BoolVar(&p.rwOnly, "rw-only", false, "run workload 6 only and print its table")
 	flag.StringVar(&p.addr, "addr", "", "address of a Redis server to use instead of starting one; its INFO commandstats must see no other traffic")
 	flag.StringVar(&p.nativeAddr, "native-addr", "", "address of a Valkey 9 (or Redis 8.4) server for workload 8 instead of starting Valkey 9.1; nothing else may use it")
-	flag.IntVar(&p.nativeOps, "native-ops", 5000, "refreshes and releases of workload 8, each way")
+	flag.IntVar(&p.nativeOps, "native-ops", 5000, "obtains, refreshes and releases of workload 8, each way")
 	flag.Parse()
 	if err := flag.Set("test.benchtime", p.benchtime.String()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -113,13 +113,14 @@ type nativeRow struct {
 }
 
 // nativeSuite measures, on a server with native commands (Valkey 9.1:
-// SET … IFEQ, DELIFEQ), the server's work per Refresh and per Release of a
-// single-key lock: with scripts (a lock of the package-level Obtain, which
-// runs scripts only) and with the native commands (a lock of a Client from
-// redislock.New, which asked the server once with HELLO).
+// SET … IFEQ, DELIFEQ), the server's work per Obtain, Refresh and Release
+// of a single-key lock: with scripts (the package-level Obtain, whose locks
+// run scripts only) and with plain commands (a Client from redislock.New:
+// SET … NX to obtain a free key, and the native commands after it asked
+// the server once with HELLO).
 type nativeSuite struct {
 	addr string
-	ops  int // refreshes and releases measured each way
+	ops  int // obtains, refreshes and releases measured each way
 	log  func(format string, args ...any)
 }
 
@@ -145,12 +146,12 @@ func (s *nativeSuite) run(ctx context.Context) ([]nativeRow, error) {
 		}, []string{"set", "delifeq", "delex", "get", "hello", "evalsha", "eval"}},
 	}
 	per := max(s.ops/nativeBlocks, 1)
-	ops := per * nativeBlocks
 	// Refresh: a lock each way, refreshed in blocks that alternate between
 	// the ways, after a warm-up (which also asks the server its commands).
-	// Release: the locks obtained first, released in blocks the same way.
+	// Obtain and Release: in each block, per free keys obtained, then
+	// released after the refreshes. A warm-up lock each way, obtained and
+	// released first, loads the scripts.
 	refreshLocks := make([]*redislock.Lock, len(ways))
-	releaseLocks := make([][]*redislock.Lock, len(ways))
 	for i, w := range ways {
 		lock, err := w.obtain(ctx, "bench:native:refresh:"+w.name)
 		if err != nil {
@@ -163,47 +164,54 @@ func (s *nativeSuite) run(ctx context.Context) ([]nativeRow, error) {
 			}
 		}
 		refreshLocks[i] = lock
-		for j := range ops + 1 {
-			l, err := w.obtain(ctx, fmt.Sprintf("bench:native:release:%s:%d", w.name, j))
-			if err != nil {
-				return nil, err
-			}
-			releaseLocks[i] = append(releaseLocks[i], l)
+		warm, err := w.obtain(ctx, "bench:native:warm-up:"+w.name)
+		if err != nil {
+			return nil, err
 		}
-		// The last one, released first, loads the release script.
-		if err := releaseLocks[i][ops].Release(ctx); err != nil {
+		if err := warm.Release(ctx); err != nil {
 			return nil, fmt.Errorf("%s release: %w", w.name, err)
 		}
 	}
-	var refreshes, releases [2][]serverCost
+	var obtains, refreshes, releases [2][]serverCost
+	locks := make([]*redislock.Lock, per)
 	for b := range nativeBlocks {
 		for i, w := range ways {
 			a, err := readStats(ctx, admin)
 			if err != nil {
 				return nil, err
 			}
-			for range per {
-				if err := refreshLocks[i].Refresh(ctx, ttl, nil); err != nil {
-					return nil, fmt.Errorf("%s refresh: %w", w.name, err)
+			for j := range locks {
+				if locks[j], err = w.obtain(ctx, fmt.Sprintf("bench:native:release:%s:%d", w.name, b*per+j)); err != nil {
+					return nil, fmt.Errorf("%s obtain: %w", w.name, err)
 				}
 			}
 			z, err := readStats(ctx, admin)
 			if err != nil {
 				return nil, err
 			}
-			refreshes[i] = append(refreshes[i], costBetween(a, z, per, w.top...))
-			for _, l := range releaseLocks[i][b*per : (b+1)*per] {
-				if err := l.Release(ctx); err != nil {
-					return nil, fmt.Errorf("%s release: %w", w.name, err)
+			obtains[i] = append(obtains[i], costBetween(a, z, per, w.top...))
+			for range per {
+				if err := refreshLocks[i].Refresh(ctx, ttl, nil); err != nil {
+					return nil, fmt.Errorf("%s refresh: %w", w.name, err)
 				}
 			}
 			if a, err = readStats(ctx, admin); err != nil {
 				return nil, err
 			}
-			releases[i] = append(releases[i], costBetween(z, a, per, w.top...))
+			refreshes[i] = append(refreshes[i], costBetween(z, a, per, w.top...))
+			for _, l := range locks {
+				if err := l.Release(ctx); err != nil {
+					return nil, fmt.Errorf("%s release: %w", w.name, err)
+				}
+			}
+			if z, err = readStats(ctx, admin); err != nil {
+				return nil, err
+			}
+			releases[i] = append(releases[i], costBetween(a, z, per, w.top...))
 		}
 	}
 	rows := []nativeRow{
+		{Op: "Obtain", Script: meanCost(obtains[0]), Native: meanCost(obtains[1])},
 		{Op: "Refresh", Script: meanCost(refreshes[0]), Native: meanCost(refreshes[1])},
 		{Op: "Release", Script: meanCost(releases[0]), Native: meanCost(releases[1])},
 	}
@@ -239,8 +247,8 @@ func writeNative(w io.Writer, server string, ops int, rows []nativeRow) {
 	p("## 8. Native commands beside scripts (%s)\n\n", server)
 	p("The server's work per operation on one single-key lock, %s operations each way in %d blocks that\n", thousands(ops), nativeBlocks)
 	p("alternate between the ways, one goroutine, nothing else on the server: a lock of the package-level\n")
-	p("`redislock.Obtain` (scripts only) beside one of a Client from `redislock.New` (SET … IFEQ and DELIFEQ,\n")
-	p("after one HELLO). Command time: INFO commandstats usec of the commands the client sent (a script's\n")
+	p("`redislock.Obtain` (scripts only) beside one of a Client from `redislock.New` (SET … NX to obtain a free\n")
+	p("key; SET … IFEQ and DELIFEQ after one HELLO). Command time: INFO commandstats usec of the commands the client sent (a script's\n")
 	p("includes the commands it calls). Server CPU: INFO cpu (used_cpu_user + used_cpu_sys) over the\n")
 	p("operations, reading and answering them included, and whatever else the machine made it wait for.\n\n")
 	p("| operation | way | commands sent | commands executed | command time/op | ÷ script | server CPU/op | ÷ script |\n")
