@@ -30,8 +30,10 @@
 // # What is guaranteed
 //
 //   - Each attempt of [Client.Obtain], [Client.ObtainMulti] and
-//     [Lock.Refresh], and each [Lock.Release] and [Lock.TTL], is one Lua
-//     script on the server (atomic), sent from the caller's goroutine.
+//     [Lock.Refresh], and each [Lock.Release] and [Lock.TTL], is atomic on
+//     the server: one Lua script, or one plain command where that does the
+//     same work (see [New] and [Client.ObtainMulti]), sent from the
+//     caller's goroutine.
 //     ObtainMulti takes every key or none.
 //   - Ownership is the exact token: only the holder's token refreshes or
 //     releases a lock, also through a handle from [Client.Attach].
