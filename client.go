@@ -208,7 +208,7 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 
 	// The first attempt on one unfenced key with a generated token is a
 	// plain SET NX (native.go), unless the Client's last such attempt found
-	// its key held: go-redis allocates 17 times more for SET's nil reply
+	// its key held: go-redis makes 17 more allocations for SET's nil reply
 	// than for the script's integer. Later attempts run the script, which
 	// also takes back a key that a SET whose reply was lost wrote.
 	var set commander
