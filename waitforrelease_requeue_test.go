@@ -2,7 +2,10 @@ package redislock_test
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -575,12 +578,25 @@ func TestReleaseScriptRegistersOnlyWhenHandingOver(t *testing.T) {
 	if err := rdb.Set(ctx, key, "3:tok:0:", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
+	score := rdb.ZScore(ctx, queue, "w").Val()
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
 	if n := run(); n != 3 {
 		t.Errorf("reply %d, want 3: ours and handed over", n)
 	}
-	ids, err := rdb.ZRange(ctx, queue, 0, -1).Result()
-	if err != nil || !slices.Equal(ids, []string{"w", "next"}) {
-		t.Errorf("queue %q (%v), want the marked waiter, then the releaser", ids, err)
+	// The commands it ran: the handover's, and the registration's, whose
+	// ZADD is the mark's (11 in all; 12 before the two were one).
+	want := map[string]int64{
+		"evalsha": 1, "get": 1, "time": 1, "zrange": 1, "zadd": 1, "rpush": 2,
+		"pexpire": 3, "set": 1, "zremrangebyscore": 1,
+	}
+	if got := scriptCommands(t, rdb); !maps.Equal(got, want) {
+		t.Errorf("a release that hands over and registers ran %v, want %v", got, want)
+	}
+	marks, err := rdb.ZRangeWithScores(ctx, queue, 0, -1).Result()
+	if err != nil || len(marks) != 2 || marks[0].Member != "w" || marks[0].Score != -score || marks[1].Member != "next" || marks[1].Score <= 0 {
+		t.Errorf("queue %v (%v), want the waiter marked (score %v), then the releaser registered", marks, err, -score)
 	}
 	if list := rdb.LRange(ctx, grants, 0, -1).Val(); !slices.Equal(list, []string{"~"}) {
 		t.Errorf("grant list %q, want the placeholder", list)
@@ -590,4 +606,29 @@ func TestReleaseScriptRegistersOnlyWhenHandingOver(t *testing.T) {
 			t.Errorf("%s: PTTL %v, want an expiry within twice the registration", k, ttl)
 		}
 	}
+}
+
+// scriptCommands returns the commands the server ran since its statistics
+// were last reset (INFO commandstats), without INFO and CONFIG.
+func scriptCommands(t *testing.T, rdb *redis.Client) map[string]int64 {
+	t.Helper()
+	stats, err := rdb.InfoMap(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, fields := range stats {
+		for name, v := range fields {
+			cmd := strings.TrimPrefix(name, "cmdstat_")
+			if strings.HasPrefix(cmd, "info") || strings.HasPrefix(cmd, "config") {
+				continue
+			}
+			n, err := strconv.ParseInt(strings.TrimPrefix(strings.Split(v, ",")[0], "calls="), 10, 64)
+			if err != nil {
+				t.Fatalf("commandstats %s: %q", name, v)
+			}
+			got[cmd] = n
+		}
+	}
+	return got
 }

@@ -2,7 +2,7 @@
 -- It is not a script of its own: scripts.go prepends it to obtain.lua,
 -- release.lua and leave.lua, which call it for keys they may give away.
 --
--- handover(key, queue, wake, reserve, tag)
+-- handover(key, queue, wake, reserve, tag, join, life)
 --   key      a lock key that the caller may give away: held by the caller's
 --            token, or reserved for a grant the caller holds.
 --   queue    the key's wait queue: a sorted set of waiter ids, each scored
@@ -44,7 +44,7 @@
 -- differ by the instant between a registration and its block): its
 -- wake-up reaches it at once, and it finds the key free.
 --
--- pass(queue, wake, reserve, tag, key, keep) is handover() without the
+-- pass(queue, wake, reserve, tag, key, keep, join, life) is handover() without the
 -- reservation, for a primitive whose reservation is not the lock key (a
 -- permit slot, say): it marks the oldest live registration, leaves the
 -- wake list holding one grant with a TTL of reserve ms, and returns the
@@ -54,10 +54,16 @@
 -- resource may be in flight at once: a semaphore's permit slots) the wake
 -- list is never emptied: the grant is pushed behind those already there.
 --
+-- join, life (optional, both or neither): a registration that the caller
+-- adds to queue when a live waiter is found (a releaser that asks again at
+-- once, release.lua): waiter id join, until life ms from now. It goes in
+-- the ZADD that marks, so it costs no command of its own; with no live
+-- waiter nobody is registered.
+--
 -- Cost, with live waiters: TIME (once per script, see clock()), ZRANGE,
--- ZADD (the mark), RPUSH and PEXPIRE; a DEL and an RPUSH more when the
--- wake list still held a grant that no client took (none was blocked
--- since).
+-- ZADD (the mark, and join), RPUSH and PEXPIRE; a DEL and an RPUSH more
+-- when the wake list still held a grant that no client took (none was
+-- blocked since).
 
 -- clock() returns the server's TIME reply and the time it gives in
 -- milliseconds. TIME is called once per script, at the first call: every
@@ -72,7 +78,7 @@ local function clock()
   return clock_t, clock_ms
 end
 
-local function pass(queue, wake, reserve, tag, key, keep)
+local function pass(queue, wake, reserve, tag, key, keep, join, life)
   local t, now = clock()
   -- Scores are whole milliseconds (numbers are sent to Redis as they are:
   -- no formatting in Lua). Live registrations score above now; lapsed ones
@@ -91,7 +97,13 @@ local function pass(queue, wake, reserve, tag, key, keep)
     end
     return nil
   end
-  redis.call("ZADD", queue, "XX", -first[2], first[1])
+  -- The mark: the score's text negated (first[2], a whole positive number,
+  -- is not converted to a number and back).
+  if join then
+    redis.call("ZADD", queue, "-" .. first[2], first[1], now + life, join)
+  else
+    redis.call("ZADD", queue, "XX", "-" .. first[2], first[1])
+  end
   -- Unique: TIME's seconds have a fixed width, and tag keeps the grants of
   -- one script apart.
   local grant = "~" .. t[1] .. "." .. t[2] .. "." .. tag
@@ -108,8 +120,8 @@ local function pass(queue, wake, reserve, tag, key, keep)
 end
 
 -- Returns 1 when the key was handed over, 0 when it was deleted.
-local function handover(key, queue, wake, reserve, tag)
-  local grant = pass(queue, wake, reserve, tag, key)
+local function handover(key, queue, wake, reserve, tag, join, life)
+  local grant = pass(queue, wake, reserve, tag, key, nil, join, life)
   if not grant then return 0 end
   redis.call("SET", key, owner(grant) .. "0:", "PX", reserve)
   return 1

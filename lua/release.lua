@@ -17,7 +17,7 @@
 --             once, see internal/handoff's Request.Registered). When the
 --             key is handed over, that waiter is registered in its queue
 --             until ARGV[4] ms from now, as a failed attempt would
---             register it (lapsed entries dropped first), and its grant
+--             register it (lapsed entries dropped), and its grant
 --             list gets the placeholder "~" with a TTL of twice ARGV[4]
 --             (obtain.lua). A key deleted (no live waiter) registers
 --             no one.
@@ -35,6 +35,7 @@
 local token = ARGV[1]
 local reserve = ARGV[2]
 local again = ARGV[3]
+local life = tonumber(ARGV[4])
 local n = #KEYS
 if again then n = 1 elseif reserve then n = n / 3 end
 local prefix = owner(token)
@@ -43,7 +44,9 @@ for i = 1, n do
   local v = redis.call("GET", KEYS[i])
   if owns(v, prefix) then
     if reserve then
-      handed = handed + handover(KEYS[i], KEYS[n + i], KEYS[2 * n + i], reserve, i)
+      -- The releaser's next wait (ARGV[3]) is registered behind those
+      -- handed the key, in the ZADD that marks the one woken.
+      handed = handed + handover(KEYS[i], KEYS[n + i], KEYS[2 * n + i], reserve, i, again, life)
       deleted = deleted + 1
     else
       deleted = deleted + redis.call("DEL", KEYS[i])
@@ -51,12 +54,12 @@ for i = 1, n do
   end
 end
 if again and handed > 0 then
-  -- The releaser's next wait, registered behind those handed the key
-  -- (clock() has the script's instant: the handover read it).
+  -- The rest of that registration, as a failed attempt makes it: lapsed
+  -- entries dropped (those just written score outside [-now, now]), the
+  -- queue's and the grant list's expiry (clock() has the script's
+  -- instant: the handover read it).
   local _, now = clock()
-  local life = tonumber(ARGV[4])
   redis.call("ZREMRANGEBYSCORE", KEYS[2], -now, now)
-  redis.call("ZADD", KEYS[2], now + life, again)
   redis.call("PEXPIRE", KEYS[2], life)
   redis.call("RPUSH", KEYS[4], "~")
   redis.call("PEXPIRE", KEYS[4], 2 * life)
