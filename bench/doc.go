@@ -13,6 +13,9 @@
 //  4. one hot key, 8 and 64 workers, each with its own client and all
 //     sharing one, each holding the lock for 1 ms, every library with its
 //     recommended waiting setting, through the runner of bench/contention;
+//     the floor there is a fair handover with no lock around it (a list
+//     holding one token: BLPOP takes it, RPUSH hands it on), the least a
+//     handover to the client blocked longest costs;
 //  5. 10,000 locks held at once: Redis memory per lock.
 //
 // In workloads 1–3 the libraries take turns, in a new random order each

@@ -16,6 +16,7 @@ import (
 type hotRun struct {
 	Library    string
 	IsThisRepo bool
+	IsFloor    bool // the raw go-redis floor: no lock, not a peer
 	*contention.Result
 	// GaveUp counts the obtain calls in which the library gave up waiting
 	// (its retry budget ran out) and the worker called it again; the wait
@@ -114,7 +115,7 @@ func pool(a, b hotRun) hotRun {
 	for name, n := range y.Commands {
 		r.Commands[name] += n
 	}
-	return hotRun{Library: a.Library, IsThisRepo: a.IsThisRepo, Result: r, GaveUp: a.GaveUp + b.GaveUp}
+	return hotRun{Library: a.Library, IsThisRepo: a.IsThisRepo, IsFloor: a.IsFloor, Result: r, GaveUp: a.GaveUp + b.GaveUp}
 }
 
 // sumCounted adds two counts of which -1 means "not counted".
@@ -167,5 +168,5 @@ func (s *hotSuite) runOne(ctx context.Context, stats *redis.Client, lib library,
 	if err != nil {
 		return hotRun{}, err
 	}
-	return hotRun{Library: lib.Name, IsThisRepo: lib.Module == thisModule, Result: res, GaveUp: gaveUp.Load()}, nil
+	return hotRun{Library: lib.Name, IsThisRepo: lib.Module == thisModule, IsFloor: lib.Name == floorName, Result: res, GaveUp: gaveUp.Load()}, nil
 }

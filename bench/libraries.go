@@ -91,9 +91,17 @@ var errObtainedHeld = errors.New("obtained a key that another holds")
 func libraries() []library {
 	return []library{
 		{
-			Name: "raw go-redis (floor)", Module: "github.com/redis/go-redis/v9", Client: "go-redis",
+			Name: floorName, Module: "github.com/redis/go-redis/v9", Client: "go-redis",
+			Waiting: "the floor of a fair handover, not a lock (no TTL, no ownership check): one token on a list; " +
+				"BLPOP takes it, a pipeline of RPUSH and PEXPIRE (one round trip) hands it on; the first Obtain " +
+				"of a run seeds it with SET NX. Redis serves the client blocked longest first. On a client of its own " +
+				"with a pool of 128 connections, since each waiting worker blocks one",
 			Connect: func(addr string, counter *contention.Counter) (conn, error) {
-				return rawConn{rdb: newGoRedis(addr, counter)}, nil
+				ring := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128})
+				if counter != nil {
+					ring.AddHook(counter)
+				}
+				return rawConn{rdb: newGoRedis(addr, counter), ring: ring}, nil
 			},
 		},
 		{
@@ -167,6 +175,7 @@ var (
 
 // The names of the variants' rows.
 const (
+	floorName    = "raw go-redis (floor)"
 	fencedName   = "redislock (this), FenceKey"
 	intFloorName = "raw go-redis, integer reply"
 )
@@ -175,7 +184,8 @@ const rawToken = "0123456789abcdefghijkl" // 22 characters, as this library's to
 
 type rawConn struct {
 	rdb      *redis.Client
-	intReply bool // TryHeld with rawObtainInt
+	ring     *redis.Client // the hot-key floor's, nil in the integer-reply variant
+	intReply bool          // TryHeld with rawObtainInt
 }
 
 func (c rawConn) ObtainRelease(key string) func(context.Context) error {
@@ -244,9 +254,58 @@ func (c rawConn) Refresh(ctx context.Context, key string) (func(context.Context)
 	return refresh, release, nil
 }
 
-func (rawConn) Wait(string, *atomic.Int64) contention.ObtainFunc { return nil }
+// Wait returns the hot-key floor: the least a fair handover costs, a
+// client blocked on a list that the releaser pushes to. It is no lock: no
+// TTL bounds a holder, and a token pushed twice would make two holders.
+// Each worker seeds the list's token once: the first SET NX of the run
+// (on key itself) makes its caller the holder; every other worker then
+// only blocks. It never gives up: a BLPOP that times out (1 s, so that the
+// end of the run is seen) blocks again.
+func (c rawConn) Wait(key string, _ *atomic.Int64) contention.ObtainFunc {
+	if c.ring == nil {
+		return nil
+	}
+	ring := key + ":ring"
+	release := func(ctx context.Context) error {
+		p := c.ring.Pipeline()
+		p.RPush(ctx, ring, rawToken)
+		p.PExpire(ctx, ring, ttl)
+		_, err := p.Exec(ctx)
+		return err
+	}
+	seeded := false // this worker's: whether its SET NX ran
+	return func(ctx context.Context) (func(context.Context) error, error) {
+		if !seeded {
+			// Longer than any run: the token must not be seeded twice.
+			ok, err := c.ring.SetNX(ctx, key, rawToken, 10*ttl).Result()
+			if err != nil {
+				return nil, err
+			}
+			seeded = true
+			if ok {
+				return release, nil
+			}
+		}
+		for {
+			err := c.ring.BLPop(ctx, time.Second, ring).Err()
+			switch {
+			case err == nil:
+				return release, nil
+			case !errors.Is(err, redis.Nil):
+				return nil, err
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			}
+		}
+	}
+}
 
-func (c rawConn) Close() { _ = c.rdb.Close() }
+func (c rawConn) Close() {
+	_ = c.rdb.Close()
+	if c.ring != nil {
+		_ = c.ring.Close()
+	}
+}
 
 // This library, with default options (or a FenceKey, a counter of the
 // goroutine's own); WaitForRelease in the hot-key runs.

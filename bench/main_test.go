@@ -221,7 +221,7 @@ func TestReport(t *testing.T) {
 			res := &contention.Result{Name: lib.Name, Workers: 8, Elapsed: time.Second, Requests: 40, RoundTrips: 30,
 				Waits:     []time.Duration{time.Millisecond, time.Duration(i+2) * time.Millisecond},
 				PerWorker: []int{1, 1, 0, 0, 0, 0, 0, 0}, Commands: map[string]int64{"evalsha": 4}, CPU: time.Duration(100+50*i) * time.Microsecond}
-			runs = append(runs, hotRun{Library: lib.Name, IsThisRepo: lib.Module == thisModule, Result: res})
+			runs = append(runs, hotRun{Library: lib.Name, IsThisRepo: lib.Module == thisModule, IsFloor: lib.Name == floorName, Result: res})
 		}
 		r.Hot = append(r.Hot, runs)
 	}
@@ -236,7 +236,7 @@ func TestReport(t *testing.T) {
 	r.writeMarkdown(&md)
 	for _, want := range []string{
 		"## Issue 15 in this run", "| same with `FenceKey`, 32 goroutines |", "| failed Obtain, allocs (floor script replying an integer: 10) | 10 |",
-		"acquisitions/s ÷ best peer", "Redis CPU per acquisition (INFO cpu over the run) |", "| 15.00 | 2.0 | 75.0µs | 0 |", "| Release of a single-key lock, Redis command time: native ÷ script (Valkey 9.1.2) | 0.25× (1.00 vs 4.00 µs, DELIFEQ ×1 vs EVALSHA ×1; server CPU 12.0 vs 14.0 µs) |",
+		"acquisitions/s ÷ best peer", "; fair floor ", "Redis CPU per acquisition (INFO cpu over the run) |", "| 15.00 | 2.0 | 75.0µs | 0 |", "| Release of a single-key lock, Redis command time: native ÷ script (Valkey 9.1.2) | 0.25× (1.00 vs 4.00 µs, DELIFEQ ×1 vs EVALSHA ×1; server CPU 12.0 vs 14.0 µs) |",
 		"## 8. Native commands beside scripts (Valkey 9.1.2)",
 		"## 1. Uncontended Obtain+Release", "## 4. One hot key", "## 5. 100 locks held at once",
 		"| **redislock (this)** | go-redis | 101,000 |", "no Refresh call", "v0.0.0-test",
@@ -263,8 +263,9 @@ func TestReport(t *testing.T) {
 			rects++
 		}
 	}
-	// Background, legend (4), and 4 libraries × 4 configurations × 2 panels.
-	if want := 1 + 4 + 4*4*2; rects != want {
+	// Background, legend (5), and 5 rows (the floor and 4 libraries) × 4
+	// configurations × 2 panels.
+	if want := 1 + 5 + 5*4*2; rects != want {
 		t.Errorf("chart has %d rects, want %d", rects, want)
 	}
 }

@@ -261,7 +261,7 @@ func (r *report) targets() []target {
 		)
 		oLo, _ := o.MinMax()
 		for _, run := range runs {
-			if run.IsThisRepo {
+			if run.IsThisRepo || run.IsFloor {
 				continue
 			}
 			lo, _ := run.MinMax()

@@ -117,12 +117,14 @@ func (r *report) summaryHot(out *[]summaryRow) {
 	acqMet, cpuMet := true, true
 	for ci, runs := range r.Hot {
 		cfg := hotConfigs[ci]
-		var o, best, redsync *hotRun
+		var o, best, redsync, floor *hotRun
 		for i := range runs {
 			run := &runs[i]
 			switch {
 			case run.IsThisRepo:
 				o = run
+			case run.IsFloor:
+				floor = run
 			case best == nil || run.Throughput() > best.Throughput():
 				best = run
 			}
@@ -135,7 +137,11 @@ func (r *report) summaryHot(out *[]summaryRow) {
 		}
 		q := o.Throughput() / best.Throughput()
 		acqMet = acqMet && q >= 1
-		ratios = append(ratios, fmt.Sprintf("%s %.2f× (%s)", cfg.Short(), q, best.Library))
+		r := fmt.Sprintf("%s %.2f× (%s", cfg.Short(), q, best.Library)
+		if floor != nil {
+			r += fmt.Sprintf("; fair floor %.2f×", floor.Throughput()/best.Throughput())
+		}
+		ratios = append(ratios, r+")")
 		c := fmt.Sprintf("%s %.1f", cfg.Short(), o.CommandsPerAcquisition())
 		if redsync != nil {
 			c += fmt.Sprintf(" (redsync %.1f)", redsync.CommandsPerAcquisition())
@@ -144,7 +150,11 @@ func (r *report) summaryHot(out *[]summaryRow) {
 		if redsync != nil && redsync.CPUPerAcquisition() > 0 {
 			q := float64(o.CPUPerAcquisition()) / float64(redsync.CPUPerAcquisition())
 			cpuMet = cpuMet && q <= 1.2
-			cpus = append(cpus, fmt.Sprintf("%s %s µs, %.2f× redsync's %s µs", cfg.Short(), us(o.CPUPerAcquisition()), q, us(redsync.CPUPerAcquisition())))
+			c := fmt.Sprintf("%s %s µs, %.2f× redsync's %s µs", cfg.Short(), us(o.CPUPerAcquisition()), q, us(redsync.CPUPerAcquisition()))
+			if floor != nil && floor.CPUPerAcquisition() > 0 {
+				c += fmt.Sprintf(" (fair floor %s µs, %.2f×)", us(floor.CPUPerAcquisition()), float64(floor.CPUPerAcquisition())/float64(redsync.CPUPerAcquisition()))
+			}
+			cpus = append(cpus, c)
 		}
 		fair := o.FairBound()
 		if fair > 0 {
@@ -152,7 +162,7 @@ func (r *report) summaryHot(out *[]summaryRow) {
 		}
 		var peerMax []string
 		for _, run := range runs {
-			if !run.IsThisRepo {
+			if !run.IsThisRepo && !run.IsFloor {
 				peerMax = append(peerMax, contention.Round(run.MaxWait()).String())
 			}
 		}
