@@ -46,6 +46,7 @@ func designRows() []contentionRow {
 	return []contentionRow{
 		{name: "pub/sub, wake all", obtain: pubsubObtain},
 		{name: "BLPOP signal, no handover", obtain: signalObtain},
+		{name: "handover without a queue", obtain: grantObtain},
 		{name: "WaitForRelease (queue, handover)", obtain: func(rdb redis.UniversalClient, key string) contention.ObtainFunc {
 			return oursObtain(redislock.New(rdb), key, &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)})
 		}},
@@ -53,6 +54,41 @@ func designRows() []contentionRow {
 }
 
 var protoToken atomic.Int64
+
+// handover without a queue: the release reserves the key for a grant and
+// leaves the grant on a wake-up list, which Redis moves to the client
+// blocked longest there (BLMOVE onto that client's own grant list, given a
+// TTL first); the attempt queued after the block takes the key with it. No
+// waiter registers: a reservation whose grant is still on the wake-up list
+// (no client was blocked) counts as free. The least a handover with a
+// reservation costs, and what it gives up: a waiter between two blocks is
+// not waited for, and each waiting goroutine blocks a connection of its own.
+var (
+	protoReleaseGrant = redis.NewScript(`
+if redis.call("GET", KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call("SET", KEYS[1], ARGV[3], "PX", ARGV[2])
+if redis.call("RPUSH", KEYS[2], ARGV[3]) > 1 then
+  redis.call("DEL", KEYS[2])
+  redis.call("RPUSH", KEYS[2], ARGV[3])
+end
+redis.call("PEXPIRE", KEYS[2], ARGV[2])
+return 1`)
+	// ARGV[3] "1": the attempt after a block, which takes its grant (the
+	// head of its grant list, over the placeholder "~").
+	protoAttemptGrant = redis.NewScript(`
+local g = false
+if ARGV[3] == "1" then
+  local got = redis.call("LPOP", KEYS[3], 2)
+  if got and got[1] ~= "~" then g = got[1] end
+end
+local v = redis.call("GET", KEYS[1])
+if not v or v == g or (string.byte(v, 1) == 126 and redis.call("LINDEX", KEYS[2], 0) == v) then
+  if v and v ~= g then redis.call("DEL", KEYS[2]) end
+  redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+  return -2
+end
+return redis.call("PTTL", KEYS[1])`)
+)
 
 // protoAttempt tries the lock once. When it got it, it returns the
 // function that releases it (running release with releaseKeys and the
@@ -119,5 +155,53 @@ func signalObtain(rdb redis.UniversalClient, key string) contention.ObtainFunc {
 				return nil, err
 			}
 		}
+	}
+}
+
+// grantObtain is the handover without a queue. A worker whose last
+// release handed over blocks at once (no attempt before its block), as
+// WaitForRelease's releaser that asks again does.
+func grantObtain(rdb redis.UniversalClient, key string) contention.ObtainFunc {
+	wake := key + ":wake"
+	id := strconv.FormatInt(protoToken.Add(1), 10)
+	grants := key + ":grant:" + id
+	released := false // this worker's: it released the key last
+	seq := 0
+	return func(ctx context.Context) (func(context.Context) error, error) {
+		seq++
+		token := id + "." + strconv.Itoa(seq)
+		release := func(ctx context.Context) error {
+			released = true
+			return protoReleaseGrant.Run(ctx, rdb, []string{key, wake}, token, 100, "~"+token).Err()
+		}
+		ttl := hotTTL.Milliseconds()
+		if !released {
+			r, err := protoAttemptGrant.Run(ctx, rdb, []string{key, wake, grants}, token, ttl, "0").Int64()
+			if err != nil {
+				return nil, err
+			}
+			if r == -2 {
+				return release, nil
+			}
+		}
+		for ctx.Err() == nil {
+			p := rdb.Pipeline()
+			p.RPush(ctx, grants, "~")
+			p.PExpire(ctx, grants, 4*time.Second)
+			p.BLMove(ctx, wake, grants, "LEFT", "LEFT", time.Second)
+			attempt := protoAttemptGrant.EvalSha(ctx, p, []string{key, wake, grants}, token, ttl, "1")
+			_, _ = p.Exec(ctx)
+			if err := attempt.Err(); redis.HasErrorPrefix(err, "NOSCRIPT") {
+				attempt = protoAttemptGrant.Eval(ctx, rdb, []string{key, wake, grants}, token, ttl, "1")
+			}
+			r, err := attempt.Int64()
+			if err != nil {
+				return nil, err
+			}
+			if r == -2 {
+				return release, nil
+			}
+		}
+		return nil, ctx.Err()
 	}
 }
