@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -181,4 +182,30 @@ func luaSource(t testing.TB, paths ...string) string {
 		parts[i] = string(b)
 	}
 	return strings.Join(parts, "\n")
+}
+
+// commandCounts returns the commands the server ran since its statistics
+// were last reset (INFO commandstats), without a test's own (INFO, CLIENT,
+// CONFIG, the handshake's HELLO, PING).
+func commandCounts(t *testing.T, rdb *redis.Client) map[string]int64 {
+	t.Helper()
+	stats, err := rdb.InfoMap(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, fields := range stats {
+		for name, v := range fields {
+			cmd := strings.TrimPrefix(name, "cmdstat_")
+			if strings.HasPrefix(cmd, "info") || strings.HasPrefix(cmd, "client") || strings.HasPrefix(cmd, "config") || cmd == "hello" || cmd == "ping" {
+				continue
+			}
+			n, err := strconv.ParseInt(strings.TrimPrefix(strings.Split(v, ",")[0], "calls="), 10, 64)
+			if err != nil {
+				t.Fatalf("commandstats %s: %q", name, v)
+			}
+			got[cmd] = n
+		}
+	}
+	return got
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -591,7 +589,7 @@ func TestReleaseScriptRegistersOnlyWhenHandingOver(t *testing.T) {
 		"evalsha": 1, "get": 1, "time": 1, "zrange": 1, "zadd": 1, "rpush": 2,
 		"pexpire": 3, "set": 1, "zremrangebyscore": 1,
 	}
-	if got := scriptCommands(t, rdb); !maps.Equal(got, want) {
+	if got := commandCounts(t, rdb); !maps.Equal(got, want) {
 		t.Errorf("a release that hands over and registers ran %v, want %v", got, want)
 	}
 	marks, err := rdb.ZRangeWithScores(ctx, queue, 0, -1).Result()
@@ -606,29 +604,4 @@ func TestReleaseScriptRegistersOnlyWhenHandingOver(t *testing.T) {
 			t.Errorf("%s: PTTL %v, want an expiry within twice the registration", k, ttl)
 		}
 	}
-}
-
-// scriptCommands returns the commands the server ran since its statistics
-// were last reset (INFO commandstats), without INFO and CONFIG.
-func scriptCommands(t *testing.T, rdb *redis.Client) map[string]int64 {
-	t.Helper()
-	stats, err := rdb.InfoMap(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
-	for _, fields := range stats {
-		for name, v := range fields {
-			cmd := strings.TrimPrefix(name, "cmdstat_")
-			if strings.HasPrefix(cmd, "info") || strings.HasPrefix(cmd, "config") {
-				continue
-			}
-			n, err := strconv.ParseInt(strings.TrimPrefix(strings.Split(v, ",")[0], "calls="), 10, 64)
-			if err != nil {
-				t.Fatalf("commandstats %s: %q", name, v)
-			}
-			got[cmd] = n
-		}
-	}
-	return got
 }

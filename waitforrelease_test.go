@@ -1234,24 +1234,7 @@ func TestWaitForReleaseCommandsPerStep(t *testing.T) {
 	// test's own (INFO, CLIENT LIST, CONFIG RESETSTAT, the handshake).
 	calls := func() map[string]int64 {
 		t.Helper()
-		stats, err := admin.InfoMap(ctx, "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]int64{}
-		for _, fields := range stats {
-			for name, v := range fields {
-				cmd := strings.TrimPrefix(name, "cmdstat_")
-				if strings.HasPrefix(cmd, "info") || strings.HasPrefix(cmd, "client") || strings.HasPrefix(cmd, "config") || cmd == "hello" || cmd == "ping" {
-					continue
-				}
-				n, err := strconv.ParseInt(strings.TrimPrefix(strings.Split(v, ",")[0], "calls="), 10, 64)
-				if err != nil {
-					t.Fatalf("commandstats %s: %q", name, v)
-				}
-				got[cmd] = n
-			}
-		}
+		got := commandCounts(t, admin)
 		if err := admin.ConfigResetStat(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
