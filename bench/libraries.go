@@ -97,11 +97,7 @@ func libraries() []library {
 				"of a run seeds it with SET NX. Redis serves the client blocked longest first. On a client of its own " +
 				"with a pool of 128 connections, since each waiting worker blocks one",
 			Connect: func(addr string, counter *contention.Counter) (conn, error) {
-				ring := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128})
-				if counter != nil {
-					ring.AddHook(counter)
-				}
-				return rawConn{rdb: newGoRedis(addr, counter), ring: ring}, nil
+				return rawConn{rdb: newGoRedis(addr, counter), ring: newGoRedisPool(addr, counter, 128)}, nil
 			},
 		},
 		{
@@ -152,7 +148,12 @@ func libraries() []library {
 }
 
 func newGoRedis(addr string, counter *contention.Counter) *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	return newGoRedisPool(addr, counter, 0)
+}
+
+// newGoRedisPool is newGoRedis with a pool of size connections (0: go-redis's default).
+func newGoRedisPool(addr string, counter *contention.Counter, size int) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: size})
 	if counter != nil {
 		rdb.AddHook(counter)
 	}
