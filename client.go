@@ -2,8 +2,6 @@ package redislock
 
 import (
 	"context"
-	"crypto/sha1" //nolint:gosec // G505: a tag naming a key in stored values, not a security measure
-	"encoding/hex"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,9 +40,6 @@ type Client struct {
 	// (native.go); nil for the Client of the package-level shortcuts,
 	// which run scripts only.
 	server *serverCommands
-	// lastFence is the tag of the fence key last obtained with, so that a
-	// Client that fences with one key computes it once.
-	lastFence atomic.Pointer[fenceTagged]
 	// requeue is the key its last release handed over (waitforrelease.go).
 	requeue requeueHint
 	// setHeld: the last first attempt on one unfenced key found it held,
@@ -197,8 +192,7 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	fenced := argUnfenced
 	if fenceKey != "" {
 		scriptKeys = append(scriptKeys, fenceKey)
-		ft := c.fenceTagOf(fenceKey)
-		lock.fenceTag, fenced = ft.tag, ft.arg
+		fenced = lock.args.fenceArg(fenceKey)
 	}
 	if campaign == nil {
 		ctx = c.observeObtain(ctx, lock, ttl)
@@ -270,36 +264,4 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	}
 	lock.setToken()
 	return lock, nil
-}
-
-// fenceTagged is a fence key with its tag, and the tag boxed for the
-// obtain script.
-type fenceTagged struct {
-	key, tag string
-	arg      any
-}
-
-// fenceTagOf returns the tag of fenceKey, from the Client's one-entry cache
-// when it is the key last used.
-func (c *Client) fenceTagOf(fenceKey string) *fenceTagged {
-	if ft := c.lastFence.Load(); ft != nil && ft.key == fenceKey {
-		return ft
-	}
-	tag := fenceTag(fenceKey)
-	ft := &fenceTagged{key: fenceKey, tag: tag, arg: tag}
-	c.lastFence.Store(ft)
-	return ft
-}
-
-// fenceTag returns the tag of a fence counter as obtain.lua takes it in
-// place of "1" and records it in a fenced lock's value ("<token>/<tag>"):
-// the first 8 hex digits of the SHA-1 of the counter's key name. Computed
-// here rather than by the script (redis.sha1hex), so that the server does
-// not repeat it on every acquisition.
-func fenceTag(fenceKey string) string {
-	var buf [128]byte                             // on the stack, for the usual key
-	sum := sha1.Sum(append(buf[:0], fenceKey...)) //nolint:gosec // G401: see the import
-	var tag [8]byte
-	hex.Encode(tag[:], sum[:4])
-	return string(tag[:])
 }

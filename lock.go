@@ -30,10 +30,9 @@ type Lock struct {
 	handover handover     // how Release hands the keys over to waiters (waitforrelease.go)
 	waiting  []string     // the keys and their companions as the wait that obtained them named them; nil: not known
 	obs      *observation // the Client's hooks, nil without (hook.go)
-	fenceTag string       // the fence counter's tag in the value, "" without (obtain.lua)
 	requeue  *requeueHint // the Client's, told when Release hands the key over (waitforrelease.go)
 	again    bool         // obtained by a wait that asked again at once, alone: Release registers the next (waitforrelease.go)
-	args     obtainArgs   // the obtain's generated token and TTL as script arguments (token.go)
+	args     obtainArgs   // the obtain's generated token, TTL and fence tag as script arguments (token.go)
 
 	// native is the Client's record of the server's native commands;
 	// value the lock's value as a native command last matched it
@@ -294,10 +293,11 @@ func (l *Lock) refresh(ctx context.Context, ms int64) (int64, error) {
 
 // release releases the lock's keys once; it returns how many were ours
 // and how many of them went to a waiter. A lock that hands nothing over
-// (obtained without [WaitForRelease]) is deleted with DELIFEQ or DELEX where
-// the server has it, otherwise release.lua runs (runRelease,
-// waitforrelease.go); an attached lock whose user may not run scripts at
-// all is deleted natively after the refusal.
+// (obtained without [WaitForRelease]) is deleted with DELIFEQ or DELEX
+// where the server has it, otherwise with delete.lua; one that may hand
+// over runs release.lua (runRelease, waitforrelease.go). An attached lock
+// whose user may not run scripts at all is deleted natively after the
+// refusal.
 func (l *Lock) release(ctx context.Context) (ours, handedOver int64, err error) {
 	if l.handover == deleteKeys {
 		if n, ok, err := l.nativeRelease(ctx); ok {

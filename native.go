@@ -18,8 +18,8 @@ import (
 // has is asked once per Client, with HELLO, at the first Refresh or Release
 // that could use it.
 //
-// The rule for a release: a native delete only where release.lua would
-// delete too, that is for a lock that hands nothing over: one obtained
+// The rule for a release: a native delete only where delete.lua would run
+// instead, that is for a lock that hands nothing over: one obtained
 // without WaitForRelease (its Release deletes the key; waiters of
 // WaitForRelease notice when their block or poll ends, as with a script
 // that deletes), or an attached lock whose handover the server refused
@@ -201,8 +201,8 @@ func (l *Lock) lockValue() (string, bool) {
 		return "", false // attached: learnt from the first GET
 	}
 	field := "0"
-	if l.fenceTag != "" {
-		field = strconv.FormatInt(l.fence, 10) + "/" + l.fenceTag
+	if tag := l.args.fence.b; tag != nil {
+		field = strconv.FormatInt(l.fence, 10) + "/" + string(tag)
 	}
 	v := strconv.Itoa(len(l.token)) + ":" + l.token + ":" + field + ":" + l.metadata
 	l.value.Store(&v)
@@ -248,8 +248,7 @@ func (l *Lock) nativeRefresh(ctx context.Context, ms int64) (reply int64, ok boo
 }
 
 // nativeRelease deletes a single-key lock with DELIFEQ or DELEX … IFEQ; it
-// returns how many keys were ours (0 or 1), as release.lua without
-// handover. ok is false as for nativeRefresh.
+// returns how many keys were ours (0 or 1), as delete.lua does. ok is false as for nativeRefresh.
 func (l *Lock) nativeRelease(ctx context.Context) (ours int64, ok bool, err error) {
 	c, can := l.client.(commander)
 	if !can || len(l.keys) != 1 {

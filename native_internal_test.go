@@ -59,13 +59,15 @@ func TestHelloFields(t *testing.T) {
 // writes: "<#token>:<token>:<fence>:<metadata>", the fence "0" or
 // "<token>/<tag>".
 func TestLockValue(t *testing.T) {
+	fenced := &Lock{token: "tok", fence: 1796114761349491}
+	tag := fenced.args.fenceArg("{job}:fence").String()
 	for _, c := range []struct {
 		lock *Lock
 		want string
 		ok   bool
 	}{
 		{&Lock{token: "tok", metadata: "m:1"}, "3:tok:0:m:1", true},
-		{&Lock{token: "tok", fence: 1796114761349491, fenceTag: fenceTag("{job}:fence")}, "3:tok:1796114761349491/" + fenceTag("{job}:fence") + ":", true},
+		{fenced, "3:tok:1796114761349491/" + tag + ":", true},
 		{&Lock{token: "tok", handover: handOverIfAllowed}, "", false},
 	} {
 		got, ok := c.lock.lockValue()
@@ -73,7 +75,8 @@ func TestLockValue(t *testing.T) {
 			t.Errorf("lockValue() = %q, %v, want %q, %v", got, ok, c.want, c.ok)
 		}
 	}
-	if got, want := fenceTag("fence"), "212e1d38"; got != want {
-		t.Errorf(`fenceTag("fence") = %q, want %q (echo -n fence | sha1sum)`, got, want)
+	var args obtainArgs
+	if got, want := args.fenceArg("fence").String(), "212e1d38"; got != want {
+		t.Errorf(`fenceArg("fence") = %q, want %q (echo -n fence | sha1sum)`, got, want)
 	}
 }

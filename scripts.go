@@ -25,6 +25,8 @@ var (
 	refreshSource string
 	//go:embed lua/release.lua
 	releaseSource string
+	//go:embed lua/delete.lua
+	deleteSource string
 	//go:embed lua/ttl.lua
 	ttlSource string
 	//go:embed lua/leave.lua
@@ -41,6 +43,7 @@ var (
 	obtainScript  = script.New(libSource, handoverSource, obtainSource)
 	refreshScript = script.New(libSource, refreshSource)
 	releaseScript = script.New(libSource, handoverSource, releaseSource)
+	deleteScript  = script.New(libSource, deleteSource)
 	ttlScript     = script.New(libSource, ttlSource)
 	leaveScript   = script.New(libSource, handoverSource, leaveSource)
 	inspectScript = script.New(inspectSource)

@@ -207,7 +207,7 @@ func waitFailed(ctx context.Context, out handoff.Outcome, err error, call string
 type handover uint8
 
 const (
-	// deleteKeys: release.lua deletes the keys, as for a lock obtained
+	// deleteKeys: delete.lua deletes the keys, as for a lock obtained
 	// without WaitForRelease (whose user may lack the ACL of the wait
 	// queues); waiters notice when their block ends.
 	deleteKeys handover = iota
@@ -221,8 +221,9 @@ const (
 )
 
 // runRelease runs release.lua for l, handing its keys over as l.handover
-// says. Keys that cannot have companions are only deleted. It returns how
-// many keys were ours, and how many of them went to a waiter.
+// says, or delete.lua where nothing is handed over (l.handover deleteKeys,
+// keys that cannot have companions, a handover the ACL refused). It
+// returns how many keys were ours, and how many of them went to a waiter.
 func (l *Lock) runRelease(ctx context.Context) (ours, handedOver int64, err error) {
 	if l.handover != deleteKeys {
 		keys, ok := l.waiting, l.waiting != nil
@@ -265,7 +266,7 @@ func (l *Lock) runRelease(ctx context.Context) (ours, handedOver int64, err erro
 			// a queue ACL lacks comes before any write of the handover.
 		}
 	}
-	ours, err = releaseScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
+	ours, err = deleteScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
 	return ours, 0, err
 }
 

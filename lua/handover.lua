@@ -66,14 +66,19 @@
 -- blocked since).
 
 -- clock() returns the server's TIME reply and the time it gives in
--- milliseconds. TIME is called once per script, at the first call: every
--- step of one script sees the same instant, and a script that hands over
--- several keys asks for it once.
+-- milliseconds; clock_time() the reply alone, for a caller that needs no
+-- milliseconds (a fenced obtain's microseconds). TIME is called once per
+-- script, at the first call of either: every step of one script sees the
+-- same instant, and a script that hands over several keys asks for it once.
 local clock_ms, clock_t
+local function clock_time()
+  if not clock_t then clock_t = redis.call("TIME") end
+  return clock_t
+end
 local function clock()
   if not clock_ms then
-    clock_t = redis.call("TIME")
-    clock_ms = tonumber(clock_t[1]) * 1000 + math.floor(tonumber(clock_t[2]) / 1000)
+    local t = clock_time()
+    clock_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
   return clock_t, clock_ms
 end

@@ -20,7 +20,7 @@
 -- ARGV[3]     the TTL in milliseconds (>= 1, checked by the caller).
 -- ARGV[4]     "0" without a fence counter key; with one (it follows the lock
 --             keys), the counter's tag: the first 8 hex digits of the SHA-1
---             of its key name, which the caller computes (fenceTag in Go).
+--             of its key name, which the caller computes (fenceArg in token.go).
 -- ARGV[5]     optional: the waiter id. The caller waits for the lock.
 --             "" for no waiter, but the reply of a waiter when the keys
 --             are held (the code, with the PTTL): a caller that polls
@@ -102,7 +102,7 @@ local prefix = owner(token)
 -- micros() returns the server's time in µs, and its decimal text (exact:
 -- about 1.8e15, below 2^53; %d formats it as a 64-bit integer).
 local function micros()
-  local t = clock()
+  local t = clock_time()
   local now = t[1] * 1000000 + t[2]
   return now, string.format("%d", now)
 end
