@@ -117,6 +117,13 @@ func libraries() []library {
 			},
 		},
 		{
+			Name: fencedFloorName, Module: "github.com/redis/go-redis/v9", Client: "go-redis",
+			Only: []string{workOR1, workORN},
+			Connect: func(addr string, counter *contention.Counter) (conn, error) {
+				return rawConn{rdb: newGoRedis(addr, counter), fenced: true}, nil
+			},
+		},
+		{
 			Name: intFloorName, Module: "github.com/redis/go-redis/v9", Client: "go-redis",
 			Only: []string{workFailed},
 			Connect: func(addr string, counter *contention.Counter) (conn, error) {
@@ -167,6 +174,29 @@ var (
 	rawObtain  = redis.NewScript(`return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`)
 	rawRelease = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 	rawRefresh = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
+	// rawFencedObtain is the floor of a fenced obtain with this library's
+	// guarantee (tokens strictly increase, and never fall below the
+	// server's time in µs, so that a lost counter does not take them
+	// back): the server's TIME, the key's SET NX, and the counter's SET …
+	// GET, a second SET of each only when the counter is at or ahead of the
+	// clock. The key holds "<token>:<fence>"; it replies the fence, or 0
+	// when the key is held. No check of the counter's content.
+	rawFencedObtain = redis.NewScript(`local t = redis.call("TIME")
+local now = t[1] * 1000000 + t[2]
+local s = string.format("%d", now)
+if not redis.call("SET", KEYS[1], ARGV[1] .. ":" .. s, "NX", "PX", ARGV[2]) then return 0 end
+local cur = tonumber(redis.call("SET", KEYS[2], s, "GET"))
+if cur and cur >= now then
+  now = cur + 1
+  s = string.format("%d", now)
+  redis.call("SET", KEYS[2], s)
+  redis.call("SET", KEYS[1], ARGV[1] .. ":" .. s, "PX", ARGV[2])
+end
+return now`)
+	// rawFencedRelease deletes a key of rawFencedObtain that holds the token.
+	rawFencedRelease = redis.NewScript(`local v = redis.call("GET", KEYS[1])
+if v and string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. ":" then return redis.call("DEL", KEYS[1]) end
+return 0`)
 	// rawObtainInt replies an integer and takes the arguments of this
 	// library's obtain script (token, metadata, TTL, fence flag): the floor
 	// of a failed obtain of that shape, which costs go-redis no redis.Nil
@@ -176,21 +206,39 @@ var (
 
 // The names of the variants' rows.
 const (
-	floorName    = "raw go-redis (floor)"
-	fencedName   = "redislock (this), FenceKey"
-	intFloorName = "raw go-redis, integer reply"
+	floorName       = "raw go-redis (floor)"
+	fencedName      = "redislock (this), FenceKey"
+	fencedFloorName = "raw go-redis, fenced"
+	intFloorName    = "raw go-redis, integer reply"
 )
 
 const rawToken = "0123456789abcdefghijkl" // 22 characters, as this library's tokens
 
 type rawConn struct {
 	rdb      *redis.Client
-	ring     *redis.Client // the hot-key floor's, nil in the integer-reply variant
+	ring     *redis.Client // the hot-key floor's, nil in the other variants
 	intReply bool          // TryHeld with rawObtainInt
+	fenced   bool          // ObtainRelease with rawFencedObtain and a counter of the goroutine's own
 }
 
 func (c rawConn) ObtainRelease(key string) func(context.Context) error {
 	keys := []string{key}
+	if c.fenced {
+		keys := []string{key, key + ":fence"}
+		return func(ctx context.Context) error {
+			if n, err := rawFencedObtain.Run(ctx, c.rdb, keys, rawToken, 60000).Int64(); err != nil {
+				return err
+			} else if n == 0 {
+				return errors.New("fenced obtain: the key is held")
+			}
+			if n, err := rawFencedRelease.Run(ctx, c.rdb, keys[:1], rawToken).Int64(); err != nil {
+				return fmt.Errorf("release: %w", err)
+			} else if n != 1 {
+				return fmt.Errorf("release: %d, want 1", n)
+			}
+			return nil
+		}
+	}
 	return func(ctx context.Context) error {
 		if err := rawObtain.Run(ctx, c.rdb, keys, rawToken, 60000).Err(); err != nil {
 			return err

@@ -96,7 +96,9 @@ func (r *report) writeMicro(w io.Writer) {
 	p("per workload); with %d, a turn is %v of all goroutines on one library (%v). Time per operation\n", parallelGoroutines, r.Slice, r.MicroParallel)
 	p("is the wall time of all of a library's turns over its operations. Allocations: testing.Benchmark, the\n")
 	p("whole process's allocations per operation, background goroutines of a client included. Round trips\n")
-	p("per operation: counted on a separate client.\n\n")
+	p("per operation: counted on a separate client. %s is the floor of a fenced lock: the least a\n", fencedFloorName)
+	p("script obtain with this library's fence guarantee costs (the server's TIME, the key's SET NX, the counter's\n")
+	p("SET … GET), and the same release as the floor's with a prefix compare.\n\n")
 	p("| library | client | 1 goroutine: ns/op | ops/s | allocs/op | B/op | round trips | time ÷ floor | %d goroutines: ns/op | ops/s | allocs/op | B/op | time ÷ floor |\n", parallelGoroutines)
 	p("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, row := range r.Micro {
