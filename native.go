@@ -248,7 +248,8 @@ func (l *Lock) nativeRefresh(ctx context.Context, ms int64) (reply int64, ok boo
 }
 
 // nativeRelease deletes a single-key lock with DELIFEQ or DELEX … IFEQ; it
-// returns how many keys were ours (0 or 1), as delete.lua does. ok is false as for nativeRefresh.
+// returns how many keys were ours (0 or 1), as delete.lua does. ok is
+// false as for nativeRefresh.
 func (l *Lock) nativeRelease(ctx context.Context) (ours int64, ok bool, err error) {
 	c, can := l.client.(commander)
 	if !can || len(l.keys) != 1 {
