@@ -222,7 +222,6 @@ type rawConn struct {
 }
 
 func (c rawConn) ObtainRelease(key string) func(context.Context) error {
-	keys := []string{key}
 	if c.fenced {
 		keys := []string{key, key + ":fence"}
 		return func(ctx context.Context) error {
@@ -239,6 +238,7 @@ func (c rawConn) ObtainRelease(key string) func(context.Context) error {
 			return nil
 		}
 	}
+	keys := []string{key}
 	return func(ctx context.Context) error {
 		if err := rawObtain.Run(ctx, c.rdb, keys, rawToken, 60000).Err(); err != nil {
 			return err
