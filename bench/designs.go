@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
 	"github.com/redislock/redislock/bench/contention"
@@ -47,8 +49,14 @@ func designRows() []contentionRow {
 		{name: "pub/sub, wake all", obtain: pubsubObtain},
 		{name: "BLPOP signal, no handover", obtain: signalObtain},
 		{name: "handover without a queue", obtain: grantObtain},
+		{name: "direct grant to the oldest waiter", obtain: directObtain},
 		{name: "WaitForRelease (queue, handover)", obtain: func(rdb redis.UniversalClient, key string) contention.ObtainFunc {
 			return oursObtain(redislock.New(rdb), key, &redislock.Options{RetryStrategy: redislock.WaitForRelease(nil)})
+		}},
+		// The polling that the Redis CPU per acquisition of a handover is
+		// compared with (issue 15's target), in the same run.
+		{name: "redsync (polling, its defaults)", obtain: func(rdb redis.UniversalClient, key string) contention.ObtainFunc {
+			return redsyncConn{rs: redsync.New(goredis.NewPool(rdb))}.Wait(key, new(atomic.Int64))
 		}},
 	}
 }
@@ -200,6 +208,106 @@ func grantObtain(rdb redis.UniversalClient, key string) contention.ObtainFunc {
 			}
 			if r == -2 {
 				return release, nil
+			}
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// direct grant to the oldest waiter: each waiter registers its token in
+// the key's queue (scored with the time its registration lapses) and
+// blocks on a grant list of its own (BLPOP). The release pops the oldest
+// live registration, writes the key with that waiter's token and TTL and
+// pushes onto its grant list: the waiter holds the lock when its BLPOP
+// returns, with no attempt after the block (one script per handover, the
+// release's). A releaser's next wait is registered by its release, behind
+// the waiter it served, so its next Obtain blocks at once. The least a
+// fair handover costs, and what it gives up: a waiter that died (or
+// stopped asking) within its registration's life is granted the key, which
+// stays held until its TTL ends (WaitForRelease's reservation lasts
+// 100 ms); the release writes keys it cannot declare (the grant lists: one
+// server only, no Cluster); the TTL and value of the next holder are the
+// releaser's to write; each waiting goroutine blocks a connection of its
+// own; a waiter that waits longer than a registration's life (3 s) drops
+// out of the queue.
+var (
+	// KEYS: the lock key, its queue. ARGV: the token, the TTL (ms), the
+	// registration's life (ms), and optionally the releaser's next token,
+	// registered when the key is handed over. Reply: 0 not ours, 1
+	// deleted, 2 handed over.
+	protoReleaseDirect = redis.NewScript(`
+if redis.call("GET", KEYS[1]) ~= ARGV[1] then return 0 end
+local t = redis.call("TIME")
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local m
+repeat
+  local p = redis.call("ZPOPMIN", KEYS[2])
+  if not p[1] then break end
+  if tonumber(p[2]) > now then m = p[1] end
+until m
+if not m then
+  redis.call("DEL", KEYS[1])
+  return 1
+end
+redis.call("SET", KEYS[1], m, "PX", ARGV[2])
+local g = KEYS[1] .. ":g:" .. m
+redis.call("RPUSH", g, "1")
+redis.call("PEXPIRE", g, ARGV[3])
+if ARGV[4] then
+  redis.call("ZADD", KEYS[2], now + ARGV[3], ARGV[4])
+  redis.call("PEXPIRE", KEYS[2], ARGV[3])
+end
+return 2`)
+	// KEYS: the lock key, its queue. ARGV: the token, the TTL (ms), the
+	// registration's life (ms). Reply 1: held (free, or granted before
+	// the waiter blocked); 0: registered (a registration already there
+	// keeps its place).
+	protoAttemptDirect = redis.NewScript(`
+if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return 1 end
+if redis.call("GET", KEYS[1]) == ARGV[1] then return 1 end
+local t = redis.call("TIME")
+redis.call("ZADD", KEYS[2], "NX", t[1] * 1000 + math.floor(t[2] / 1000) + ARGV[3], ARGV[1])
+redis.call("PEXPIRE", KEYS[2], ARGV[3])
+return 0`)
+)
+
+// directObtain is the direct grant. A worker whose release registered its
+// next wait blocks at once, without an attempt.
+func directObtain(rdb redis.UniversalClient, key string) contention.ObtainFunc {
+	queue := key + ":queue"
+	id := strconv.FormatInt(protoToken.Add(1), 10)
+	seq := 0
+	registered := false // by this worker's last release
+	const life = 3000   // ms
+	return func(ctx context.Context) (func(context.Context) error, error) {
+		seq++
+		token := id + "." + strconv.Itoa(seq)
+		ttl := hotTTL.Milliseconds()
+		release := func(ctx context.Context) error {
+			next := id + "." + strconv.Itoa(seq+1)
+			r, err := protoReleaseDirect.Run(ctx, rdb, []string{key, queue}, token, ttl, life, next).Int64()
+			registered = r == 2
+			return err
+		}
+		attempt := !registered
+		registered = false
+		for ctx.Err() == nil {
+			if attempt {
+				r, err := protoAttemptDirect.Run(ctx, rdb, []string{key, queue}, token, ttl, life).Int64()
+				if err != nil {
+					return nil, err
+				}
+				if r == 1 {
+					return release, nil
+				}
+			}
+			attempt = true
+			err := rdb.BLPop(ctx, time.Second, key+":g:"+token).Err()
+			if err == nil {
+				return release, nil
+			}
+			if !errors.Is(err, redis.Nil) {
+				return nil, err
 			}
 		}
 		return nil, ctx.Err()
