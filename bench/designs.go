@@ -16,8 +16,9 @@ import (
 
 // The design candidates for event-driven waiting, as minimal prototypes on
 // plain go-redis (a SET NX PX lock), measured with the same workload as the
-// strategies: REDISLOCK_CONTENTION=designs make bench-contention. They are
-// kept to show why WaitForRelease works as it does; see the README.
+// strategies, beside redsync's polling: REDISLOCK_CONTENTION=designs make
+// bench-contention. They are kept to show why WaitForRelease works as it
+// does and what a handover costs; see docs/waiting.md, "Why this design".
 
 var (
 	protoObtain = redis.NewScript(`
