@@ -33,13 +33,12 @@
 // It takes about two and a half minutes on two cores; go run . -h lists
 // the durations that can be changed.
 //
-// With -contention it prints one table of this library alone instead (make
-// bench-contention, about a minute): the hot key per retry strategy
-// (-contention strategies), or beside the prototypes of the designs that
-// event-driven waiting was chosen from, with redsync's polling in the same
-// run (-contention designs). These tables
-// only print numbers. The tests of this package (part of
-// make test) only check, in seconds, that every adapter obtains, fails on
-// a held key, refreshes, releases and waits, and that the report and the
-// chart render.
+// With -contention it prints one table instead (make bench-contention,
+// about a minute): this library's hot key per retry strategy (-contention
+// strategies), or the prototypes of the designs that event-driven waiting
+// was chosen from, beside WaitForRelease and redsync's polling in the same
+// run (-contention designs). These tables only print numbers. The tests of
+// this package (part of make test) only check, in seconds, that every
+// adapter obtains, fails on a held key, refreshes, releases and waits, and
+// that the report and the chart render.
 package main
