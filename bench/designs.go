@@ -222,8 +222,8 @@ func grantObtain(rdb redis.UniversalClient, key string) contention.ObtainFunc {
 // pushes onto its grant list: the waiter holds the lock when its BLPOP
 // returns, with no attempt after the block (one script per handover, the
 // release's). A releaser's next wait is registered by its release, behind
-// the waiter it served, so its next Obtain blocks at once. The least a
-// fair handover costs, and what it gives up: a waiter that died (or
+// the waiter it served, so its next Obtain blocks at once. The cheapest
+// fair handover measured here, and what it gives up: a waiter that died (or
 // stopped asking) within its registration's life is granted the key, which
 // stays held until its TTL ends (WaitForRelease's reservation lasts
 // 100 ms); the release writes keys it cannot declare (the grant lists: one
