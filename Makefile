@@ -95,7 +95,7 @@ chaos: deps
 ## fuzz: every fuzz target of the library for $$(FUZZTIME) each (default 10s)
 FUZZTIME ?= 10s
 fuzz:
-	@for p in . ./internal/keyslot; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+	@for p in . ./internal/keyslot ./internal/value; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 		echo "== $$p $$f"; \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
 	done; done

@@ -3,6 +3,8 @@ package redislock
 import (
 	"fmt"
 	"slices"
+
+	"github.com/redislock/redislock/internal/native"
 )
 
 // Attach returns a handle on a lock obtained elsewhere, often by another
@@ -42,7 +44,9 @@ func (c *Client) Attach(keys []string, token string, fence int64) (*Lock, error)
 	if token == "" {
 		return nil, fmt.Errorf("%w: empty token", ErrInvalidToken)
 	}
-	lock := &Lock{client: c.client, keys: slices.Clone(keys), token: token, tokenArg: token, fence: fence, handover: handOverIfAllowed, native: c.server, requeue: &c.requeue}
-	c.observeAttach(lock)
-	return lock, nil
+	h := &handle{be: &c.one, kind: lockKind{}, keys: slices.Clone(keys), token: token, tokenArg: token, fence: fence,
+		wait: &waited{hint: &c.requeue, ifAllowed: true}}
+	h.matched.Store(&native.Value{}) // not known: the first native compare reads it
+	c.observeAttach(h)
+	return (*Lock)(h), nil
 }

@@ -3,7 +3,6 @@ package redislock
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,29 +24,22 @@ type RedisClient interface {
 // at most half of that client's pool blocks at once. The registry holds
 // nothing while nobody waits. Its only state of its own is its hooks
 // ([Client.AddHook]), what it learnt of the server's commands (asked once,
-// see [New]), the tag of the fence key it last obtained with, the key
-// that its last Release handed over to a waiter (see [WaitForRelease]),
-// whether its last obtain of one key found it held (see [Client.ObtainMulti]),
-// and the memory of Locks that failed obtains built and never returned,
-// which later obtains reuse.
+// see [New]), the key that its last Release handed over to a waiter (see
+// [WaitForRelease]), whether its last obtain of one key found it held (see
+// [Client.ObtainMulti]), and the memory of Locks that failed obtains built
+// and never returned, which later obtains reuse.
 type Client struct {
 	client   RedisClient
 	cluster  bool
 	registry *handoff.Registry
 	hooks    clientHooks // see hook.go
+	one      single      // the backend of its locks (backend.go)
 
-	// server is what the server offers besides scripts, asked once
-	// (native.go); nil for the Client of the package-level shortcuts,
-	// which run scripts only.
-	server *serverCommands
 	// requeue is the key its last release handed over (waitforrelease.go).
-	requeue requeueHint
-	// setHeld: the last first attempt on one unfenced key found it held,
-	// so that the next runs the script rather than a plain SET (obtain).
-	setHeld atomic.Bool
-	// spare holds Locks that failed obtains built and nobody saw (no
-	// hooks, no waiting): the next obtain reuses one, so that an obtain
-	// that fails allocates nothing of its own.
+	requeue handoff.Hint
+	// spare holds the handles that failed obtains built and nobody saw
+	// (no hooks, no waiting): the next obtain reuses one, so that an
+	// obtain that fails allocates nothing of its own.
 	spare sync.Pool
 }
 
@@ -67,30 +59,30 @@ type Client struct {
 // RedisClient that is only a redis.Scripter) runs scripts. Keep one Client
 // per go-redis client rather than one per lock.
 func New(client RedisClient) *Client {
-	c := newClient(client)
-	c.server = new(serverCommands)
-	return c
+	return newClient(client, true)
 }
 
 // newClient returns a Client that runs scripts only: the shortcuts' Client,
 // made per call, which would otherwise ask the server for its native
 // commands at every Lock's first Refresh or Release.
-func newClient(client RedisClient) *Client {
+func newClient(client RedisClient, natives bool) *Client {
 	_, cluster := client.(*redis.ClusterClient)
-	return &Client{client: client, cluster: cluster, registry: handoff.Default}
+	c := &Client{client: client, cluster: cluster, registry: handoff.Default}
+	c.one.init(client, natives)
+	return c
 }
 
 // Obtain is a shortcut for New(client).Obtain(ctx, key, ttl, opt), except
 // that the Lock it returns always runs scripts: its Client, made for this
 // one call, does not ask the server for native commands (see [New]).
 func Obtain(ctx context.Context, client RedisClient, key string, ttl time.Duration, opt *Options) (*Lock, error) {
-	return newClient(client).Obtain(ctx, key, ttl, opt)
+	return newClient(client, false).Obtain(ctx, key, ttl, opt)
 }
 
 // ObtainMulti is a shortcut for New(client).ObtainMulti(ctx, keys, ttl,
 // opt); its Lock always runs scripts, as [Obtain]'s does.
 func ObtainMulti(ctx context.Context, client RedisClient, keys []string, ttl time.Duration, opt *Options) (*Lock, error) {
-	return newClient(client).ObtainMulti(ctx, keys, ttl, opt)
+	return newClient(client, false).ObtainMulti(ctx, keys, ttl, opt)
 }
 
 // Obtain takes the lock on key for ttl. It is ObtainMulti with one key; see
@@ -140,14 +132,13 @@ func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 //
 // keys is not retained: the Lock keeps its own copy.
 func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Duration, opt *Options) (*Lock, error) {
-	return c.obtain(ctx, keys, ttl, opt, nil)
+	return c.obtain(ctx, keys, ttl, opt, false, nil)
 }
 
-// obtain is ObtainMulti. With campaign not nil, the lock reports its
-// attempts to *campaign (nil without hooks), and the caller reports the
-// call's start and end (see [Election.Campaign]); otherwise the lock is
-// observed as a lock of its own.
-func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, opt *Options, campaign **observation) (*Lock, error) {
+// obtain is ObtainMulti. With inCall, the obtain is a round of a Campaign,
+// whose observation campaign (nil without hooks) reports the call's start
+// and end; the lock's attempts are reported to it.
+func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, opt *Options, inCall bool, campaign *observation) (*Lock, error) {
 	if c == nil {
 		return nil, ErrNilClient
 	}
@@ -165,103 +156,62 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	if err := checkReplicas(c.client, opt); err != nil {
 		return nil, err
 	}
-	metadata := opt.metadata()
 
-	// The Lock is built first: it holds the keys the script takes (the lock
-	// keys, then the fence key) in storage of its own, inline for one key,
-	// and the token and TTL as arguments that cost no allocation to box
-	// (token.go); every later script call reuses the token's.
-	lock, _ := c.spare.Get().(*Lock)
-	if lock == nil {
-		lock = new(Lock)
+	// The handle holds the keys the script takes (the lock keys, then the
+	// fence key) in storage of its own, inline for one key, and the token
+	// and TTL as arguments that cost no allocation to box (token.go).
+	h, _ := c.spare.Get().(*handle)
+	if h == nil {
+		h = new(handle)
 	}
-	*lock = Lock{client: c.client, metadata: metadata, native: c.server, requeue: &c.requeue}
+	*h = handle{be: &c.one, kind: lockKind{}, metadata: opt.metadata()}
 	if token := opt.token(); token != "" {
-		lock.token, lock.tokenArg = token, token
+		h.token, h.tokenArg = token, token
 	} else {
-		lock.tokenArg = lock.args.newToken()
+		h.tokenArg = h.args.newToken()
 	}
-	ttlArg := lock.args.ttlArg(ms)
-	scriptKeys := lock.keyBuf[:0]
-	if len(keys) >= len(lock.keyBuf) {
+	ttlArg := h.args.ttlArg(ms)
+	scriptKeys := h.keyBuf[:0]
+	if len(keys) >= len(h.keyBuf) {
 		scriptKeys = make([]string, 0, len(keys)+1)
 	}
 	scriptKeys = append(scriptKeys, keys...)
 	// Capped, so that nothing appends into the fence key's place.
-	lock.keys = scriptKeys[:len(keys):len(keys)]
+	h.keys = scriptKeys[:len(keys):len(keys)]
 	fenced := argUnfenced
 	if fenceKey != "" {
 		scriptKeys = append(scriptKeys, fenceKey)
-		fenced = lock.args.fenceArg(fenceKey)
+		fenced = h.args.fenceArg(fenceKey)
 	}
-	if campaign == nil {
-		ctx = c.observeObtain(ctx, lock, ttl)
-	} else {
-		lock.obs = *campaign
+	h.argBuf = [5]any{h.tokenArg, h.metadata, ttlArg, fenced, ""}
+	args := h.argBuf[:]
+	a := acquisition{
+		h: h, ttl: ttl, strategy: opt.retryStrategy(), kind: KindLock, inCall: inCall, obs: campaign,
+		// The first attempt on one unfenced key with a generated token may
+		// be a plain SET NX (backend.go); later attempts run the script,
+		// which also takes back a key that a SET whose reply was lost wrote.
+		attempt: call{op: opObtain, script: obtainScript, keys: scriptKeys, args: args[:4:4],
+			plain: len(keys) == 1 && fenceKey == "" && opt.token() == ""},
+		held: func(reply int64) (bool, error) { return reply != obtainHeld && reply >= 0, nil },
+		wait: handoff.Request{Keys: h.keys, Obtain: obtainScript, CallKeys: scriptKeys, CallArgs: args[:4:4],
+			PollArgs: args, Leave: leaveScript, Successors: true},
+		handsOver: true,
 	}
-
-	// The first attempt on one unfenced key with a generated token is a
-	// plain SET NX (native.go), unless the Client's last such attempt found
-	// its key held: go-redis makes 17 more allocations for SET's nil reply
-	// than for the script's integer. Later attempts run the script, which
-	// also takes back a key that a SET whose reply was lost wrote.
-	var set commander
-	plain := len(keys) == 1 && fenceKey == "" && opt.token() == "" && c.server != nil
-	if plain && !c.setHeld.Load() {
-		set, _ = c.client.(commander)
+	_, waiting := planOf(a.strategy)
+	if waiting && len(keys) == 1 {
+		a.wait.ID, a.wait.Registered, a.wait.Requeue = c.requeue.Take(keys[0])
 	}
-	attempt := func(ctx context.Context) (bool, error) {
-		sent := time.Now()
-		var reply int64
-		var err error
-		if set != nil {
-			reply, err = lock.setNX(ctx, set, keys[0], metadata, ttlArg)
-			set = nil
-		} else {
-			reply, err = obtainScript.Run(ctx, c.client, scriptKeys, lock.tokenArg, metadata, ttlArg, fenced).Int64()
+	if opt.minReplicas() > 0 {
+		a.confirm = func(ctx context.Context) error {
+			return confirmReplicas(ctx, (*Lock)(h), opt, scriptKeys, h.tokenArg, h.metadata, ttlArg, fenced)
 		}
-		if plain && err == nil {
-			plain = false
-			if held := reply == obtainHeld; held != c.setHeld.Load() {
-				c.setHeld.Store(held)
-			}
-		}
-		obtained := err == nil && reply != obtainHeld && reply >= 0
-		lock.hookAttempt(ctx, obtained, err)
-		if !obtained {
-			return false, err
-		}
-		lock.fence = reply
-		lock.lease.Obtained(sent, ttl)
-		return true, nil
 	}
-	// A Lock that hooks or a wait may see gets its token as a string at
-	// once; one that nobody sees until it is returned, at the end.
-	plan, waiting := planOf(opt.retryStrategy())
-	seen := lock.obs != nil || waiting || opt.minReplicas() > 0
-	if seen {
-		lock.setToken()
-	}
-	if waiting {
-		// The args of an attempt, and with "" (asking for the holder's
-		// expiry) those of a poll (obtain.lua's ARGV[5]).
-		args := []any{lock.tokenArg, metadata, ttlArg, fenced, ""}
-		err = c.obtainWaiting(ctx, lock, ttl, plan, scriptKeys, args[:4:4], args)
-	} else {
-		err = retry(ctx, ttl, opt.retryStrategy(), attempt)
-	}
-	if err == nil && opt.minReplicas() > 0 {
-		err = confirmReplicas(ctx, lock, opt, scriptKeys, lock.tokenArg, metadata, ttlArg, fenced)
-	}
-	if campaign == nil {
-		lock.hookObtained(ctx, err)
-	}
-	if err != nil {
+	seen := inCall || c.hooks.Load() != nil || waiting || opt.minReplicas() > 0
+	if err := c.acquire(ctx, &a); err != nil {
 		if !seen {
-			c.spare.Put(lock)
+			c.spare.Put(h)
 		}
 		return nil, err
 	}
-	lock.setToken()
-	return lock, nil
+	return (*Lock)(h), nil
 }

@@ -3,9 +3,9 @@ package redislock
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/redislock/redislock/internal/value"
 )
 
 // LockInfo describes a lock key as [Client.Inspect] found it.
@@ -94,7 +94,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (*LockInfo, error) {
 	if !ok {
 		return nil, unexpectedInspectReply(key, result)
 	}
-	info.Token, info.FenceToken, info.Metadata, ok = parseValue(info.Value)
+	info.Token, info.FenceToken, info.Metadata, ok = value.Parse(info.Value)
 	info.Foreign = !ok
 	return info, nil
 }
@@ -103,45 +103,4 @@ func (c *Client) Inspect(ctx context.Context, key string) (*LockInfo, error) {
 // gives: it matches [ErrUnexpectedReply].
 func unexpectedInspectReply(key string, reply any) error {
 	return fmt.Errorf("%w: inspect %q: %#v", ErrUnexpectedReply, key, reply)
-}
-
-// parseValue splits a lock key's value "<len>:<token>:<fence>:<metadata>"
-// (see lua/obtain.lua), where fence is a decimal number, followed, for a
-// fenced lock, by "/" and the hexadecimal tag of its counter. ok is false,
-// and the rest zero, for any other value.
-func parseValue(v string) (token string, fence int64, metadata string, ok bool) {
-	n, rest, ok := cutNumber(v)
-	if !ok || n < 1 || n >= int64(len(rest)) || rest[n] != ':' {
-		return "", 0, "", false
-	}
-	token, rest = rest[:n], rest[n+1:]
-	field, metadata, found := strings.Cut(rest, ":")
-	if !found {
-		return "", 0, "", false
-	}
-	if digits, tag, tagged := strings.Cut(field, "/"); tagged {
-		if tag == "" || strings.Trim(tag, "0123456789abcdef") != "" {
-			return "", 0, "", false
-		}
-		field = digits
-	}
-	fence, _, ok = cutNumber(field + ":")
-	if !ok {
-		return "", 0, "", false
-	}
-	return token, fence, metadata, true
-}
-
-// cutNumber splits s at its first ":" and parses what comes before as a
-// non-negative decimal number of digits only.
-func cutNumber(s string) (n int64, rest string, ok bool) {
-	digits, rest, found := strings.Cut(s, ":")
-	if !found || digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
-		return 0, "", false
-	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil {
-		return 0, "", false
-	}
-	return n, rest, true
 }

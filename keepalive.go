@@ -90,20 +90,14 @@ type KeepAlive struct {
 
 // keepLease starts a keep-alive of ls that refreshes to ttl (whole
 // milliseconds) with refresh, as opt says: the keep-alive of every
-// primitive that holds keys for a TTL. refresh runs the primitive's refresh
-// script once; it returns nil when the script extended every key to ttl,
-// [lease.ErrNotHeld] when the keys are no longer held with the holder's
-// token, and the Redis error otherwise. It returns the errors of
-// [Lock.KeepAlive], but for ErrInvalidTTL and ErrNilClient, which the
-// caller checks.
-func keepLease(ls *lease.Lease, ttl time.Duration, opt *KeepAliveOptions, refresh func(ctx context.Context) error) (*KeepAlive, error) {
-	return keepLeaseReporting(ls, ttl, opt, refresh, nil)
-}
-
-// keepLeaseReporting is keepLease that also calls ended, when not nil,
-// with how the keep-alive ended and the error it then reports, before its
-// Done is closed (the hooks' Lost, see hook.go).
-func keepLeaseReporting(ls *lease.Lease, ttl time.Duration, opt *KeepAliveOptions, refresh func(ctx context.Context) error, ended func(lease.End, error)) (*KeepAlive, error) {
+// handle. refresh runs the handle's refresh once; it returns nil when it
+// extended every key to ttl, [lease.ErrNotHeld] when the keys are no
+// longer held with the holder's token, and the Redis error otherwise.
+// ended, when not nil, is called with how the keep-alive ended and the
+// error it then reports (the hooks' Lost, see observe.go). It returns the
+// errors of [Lock.KeepAlive], but for ErrInvalidTTL and ErrNilClient,
+// which the caller checks.
+func keepLease(ls *lease.Lease, ttl time.Duration, opt *KeepAliveOptions, refresh func(ctx context.Context) error, ended func(lease.End, error)) (*KeepAlive, error) {
 	cfg := opt.config(ttl)
 	if ended != nil {
 		cfg.Ended = func(e lease.End) error {

@@ -23,7 +23,7 @@ func keepFake(t *testing.T, ttl time.Duration, opt *KeepAliveOptions, refresh re
 	t.Helper()
 	ls := new(lease.Lease)
 	ls.Obtained(time.Now(), ttl)
-	k, err := keepLease(ls, ttl, opt, refresh)
+	k, err := keepLease(ls, ttl, opt, refresh, nil)
 	if err != nil {
 		t.Fatalf("keepLease: %v", err)
 	}
@@ -148,14 +148,14 @@ func TestKeepLeaseRefusals(t *testing.T) {
 	ok := func(context.Context) error { return nil }
 	synctest.Test(t, func(t *testing.T) {
 		var unknown lease.Lease
-		if _, err := keepLease(&unknown, time.Second, nil, ok); !errors.Is(err, ErrLockNotHeld) || !strings.Contains(err.Error(), "no lease") {
+		if _, err := keepLease(&unknown, time.Second, nil, ok, nil); !errors.Is(err, ErrLockNotHeld) || !strings.Contains(err.Error(), "no lease") {
 			t.Errorf("lease not known: %v, want ErrLockNotHeld", err)
 		}
 
 		var lost lease.Lease
 		lost.Obtained(time.Now(), time.Second)
 		lost.Lost(time.Now())
-		_, err := keepLease(&lost, time.Second, nil, ok)
+		_, err := keepLease(&lost, time.Second, nil, ok, nil)
 		if !errors.Is(err, ErrLockLost) || !errors.Is(err, ErrNotObtained) || errors.Is(err, ErrLockNotHeld) {
 			t.Errorf("lost lease: %v, want ErrLockLost and ErrNotObtained", err)
 		}
@@ -163,23 +163,23 @@ func TestKeepLeaseRefusals(t *testing.T) {
 		var released lease.Lease
 		released.Obtained(time.Now(), time.Second)
 		released.Released()
-		if _, err := keepLease(&released, time.Second, nil, ok); !errors.Is(err, ErrLockNotHeld) || !strings.Contains(err.Error(), "released") {
+		if _, err := keepLease(&released, time.Second, nil, ok, nil); !errors.Is(err, ErrLockNotHeld) || !strings.Contains(err.Error(), "released") {
 			t.Errorf("released lease: %v, want ErrLockNotHeld", err)
 		}
 
 		var expired lease.Lease
 		expired.Obtained(time.Now(), 10*time.Millisecond)
 		time.Sleep(10 * time.Millisecond)
-		if _, err := keepLease(&expired, time.Second, nil, ok); !errors.Is(err, ErrLockNotHeld) || !strings.Contains(err.Error(), "ran out") {
+		if _, err := keepLease(&expired, time.Second, nil, ok, nil); !errors.Is(err, ErrLockNotHeld) || !strings.Contains(err.Error(), "ran out") {
 			t.Errorf("expired lease: %v, want ErrLockNotHeld", err)
 		}
 
 		ls, k := keepFake(t, time.Second, nil, ok)
-		if _, err := keepLease(ls, time.Second, nil, ok); !errors.Is(err, ErrKeepAliveRunning) {
+		if _, err := keepLease(ls, time.Second, nil, ok, nil); !errors.Is(err, ErrKeepAliveRunning) {
 			t.Errorf("second keep-alive: %v, want ErrKeepAliveRunning", err)
 		}
 		k.Stop()
-		again, err := keepLease(ls, time.Second, nil, ok)
+		again, err := keepLease(ls, time.Second, nil, ok, nil)
 		if err != nil {
 			t.Errorf("keep-alive after Stop: %v, want a new one", err)
 		}
@@ -215,7 +215,7 @@ func TestKeepAliveOptionsChecked(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var ls lease.Lease
 			ls.Obtained(time.Now(), time.Minute)
-			k, err := keepLease(&ls, tt.ttl, tt.opt, func(context.Context) error { return nil })
+			k, err := keepLease(&ls, tt.ttl, tt.opt, func(context.Context) error { return nil }, nil)
 			defer k.Stop()
 			if got := errors.Is(err, ErrInvalidOption); got != tt.wantErr {
 				t.Fatalf("err = %v, want ErrInvalidOption: %v", err, tt.wantErr)

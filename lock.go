@@ -2,65 +2,19 @@ package redislock
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"time"
-
-	"github.com/redislock/redislock/internal/lease"
 )
 
-// releaseTimeout bounds a Release whose context had already ended.
-const releaseTimeout = 5 * time.Second
-
 // Lock is a lock obtained by [Client.Obtain] or [Client.ObtainMulti], or a
-// handle on one from [Client.Attach]. Its accessors only read fields set at
-// creation, its methods each run one script on Redis (or one native
-// command, see [New]), and its lease (what
-// it knows of its keys' expiry, and its keep-alive) guards itself, so a
-// Lock is safe for concurrent use. Every method accepts a nil *Lock: it returns a zero value
-// or an error, never panics.
-type Lock struct {
-	client   RedisClient
-	keys     []string
-	token    string
-	tokenArg any // token, boxed once for every script call
-	metadata string
-	fence    int64
-	keyBuf   [2]string    // keys' storage for one key and a fence key
-	handover handover     // how Release hands the keys over to waiters (waitforrelease.go)
-	waiting  []string     // the keys and their companions as the wait that obtained them named them; nil: not known
-	obs      *observation // the Client's hooks, nil without (hook.go)
-	requeue  *requeueHint // the Client's, told when Release hands the key over (waitforrelease.go)
-	again    bool         // obtained by a wait that asked again at once, alone: Release registers the next (waitforrelease.go)
-	args     obtainArgs   // the obtain's generated token, TTL and fence tag as script arguments (token.go)
-
-	// native is the Client's record of the server's native commands;
-	// value the lock's value as a native command last matched it
-	// (native.go).
-	native *serverCommands
-	value  atomic.Pointer[string]
-
-	// lease is the one record of the keys' expiry: set by the obtain
-	// (lease.Obtained, with the send time of the attempt that took the
-	// keys), renewed by Refresh and the keep-alive, ended by Release. Not
-	// known for a Lock from Attach until a Refresh succeeds.
-	lease lease.Lease
-}
-
-// setToken makes the token the Lock generated (in l.args) its token, once.
-func (l *Lock) setToken() {
-	if l.token == "" {
-		l.token = string(l.args.token.b)
-	}
-}
+// handle on one from [Client.Attach]. Its accessors read what was set when
+// it was obtained, each method sends one command or script per attempt
+// (see [New] for the native commands), and its lease guards itself, so a
+// Lock is safe for concurrent use. Every method accepts a nil *Lock: it
+// returns a zero value or an error, never panics.
+type Lock handle
 
 // Key returns the lock's first key ("" for a nil Lock).
-func (l *Lock) Key() string {
-	if l == nil || len(l.keys) == 0 {
-		return ""
-	}
-	return l.keys[0]
-}
+func (l *Lock) Key() string { return (*handle)(l).key() }
 
 // Keys returns a copy of the lock's keys, in the order they were given
 // (nil for a nil Lock).
@@ -72,32 +26,17 @@ func (l *Lock) Keys() []string {
 }
 
 // Token returns the token that identifies this holder ("" for a nil Lock).
-func (l *Lock) Token() string {
-	if l == nil {
-		return ""
-	}
-	return l.token
-}
+func (l *Lock) Token() string { return (*handle)(l).tok() }
 
 // Metadata returns the metadata stored with the lock ("" for a nil Lock).
-func (l *Lock) Metadata() string {
-	if l == nil {
-		return ""
-	}
-	return l.metadata
-}
+func (l *Lock) Metadata() string { return (*handle)(l).meta() }
 
 // FenceToken returns the fencing token of this acquisition: a number that is
 // greater than every token issued before for the same [Options.FenceKey].
 // Pass it to the protected resource, which refuses writes carrying a lower
 // token than the highest it has seen. It is 0 when the lock was obtained
 // without a FenceKey (and for a nil Lock).
-func (l *Lock) FenceToken() int64 {
-	if l == nil {
-		return 0
-	}
-	return l.fence
-}
+func (l *Lock) FenceToken() int64 { return (*handle)(l).fenceToken() }
 
 // TTL returns the time left before the lock expires: the least among its
 // keys, in whole milliseconds. It returns (0, nil) when the lock is no
@@ -108,23 +47,7 @@ func (l *Lock) FenceToken() int64 {
 // for one round trip; the Redis error is returned as it is, and a reply
 // that the script never gives as [ErrUnexpectedReply]. A nil Lock returns
 // [ErrLockNotHeld].
-func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	if l == nil {
-		return 0, ErrLockNotHeld
-	}
-	if err := checkCall(ctx, l.client); err != nil {
-		return 0, err
-	}
-	reply, err := ttlScript.Run(ctx, l.client, l.keys, l.tokenArg).Result()
-	if err != nil {
-		return 0, err
-	}
-	ms, ok := reply.(int64)
-	if !ok || ms < 0 {
-		return 0, fmt.Errorf("%w: ttl of %q: %#v", ErrUnexpectedReply, l.keys, reply)
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return (*handle)(l).ttl(ctx) }
 
 // Refresh extends the lock to expire ttl from now, when every key of it is
 // still held with its token; otherwise it changes nothing and returns
@@ -134,58 +57,22 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // when the context ends first the error matches both [ErrNotObtained] and
 // ctx.Err(). A ttl below one millisecond returns [ErrInvalidTTL] before
 // anything is sent. Only opt.RetryStrategy is used. Each attempt is one
-// round trip: a script, or for a lock of one key where the server has it
-// (see [New]) SET … IFEQ on the lock's value, which needs no script
-// permission. When the key does not hold the value the Lock knows, a GET
-// follows and the same check by exact token as the script's, then the
-// compare on the value read: two round trips for a lock found gone or
-// taken, or for an attached Lock (which starts from the GET), three after
-// a re-entrant obtain changed the metadata. A successful Refresh
-// renews the lease that [Lock.KeepAlive] starts from (and that a running
-// keep-alive follows); one that returns ErrNotObtained marks the lock lost:
-// a running keep-alive ends with [ErrLockLost], and KeepAlive refuses to
-// start.
+// round trip (two or three when a native compare finds a value it did not
+// expect, see [New]). A successful Refresh renews the lease that
+// [Lock.KeepAlive] starts from (and that a running keep-alive follows);
+// one that returns ErrNotObtained marks the lock lost: a running
+// keep-alive ends with [ErrLockLost], and KeepAlive refuses to start.
 func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
-	if l == nil {
-		return ErrNotObtained
-	}
-	if err := checkCall(ctx, l.client); err != nil {
-		return err
-	}
-	ms, err := ttlMillis(ttl)
-	if err != nil {
-		return err
-	}
-	leaseTTL := time.Duration(ms) * time.Millisecond
-	ctx, start := l.hookRefreshStart(ctx, ttl, false)
-	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
-		sent := time.Now()
-		l.lease.Sending(sent, leaseTTL)
-		ok, err := l.refresh(ctx, ms)
-		switch {
-		case err != nil:
-			return false, err
-		case ok != 1:
-			l.lease.Lost(sent)
-			return true, ErrNotObtained
-		}
-		l.lease.Renewed(sent, leaseTTL)
-		return true, nil
-	})
-	l.hookRefreshed(ctx, start, ttl, false, err)
-	return err
+	return (*handle)(l).refresh(ctx, ttl, opt)
 }
 
 // Release deletes every key of the lock that is still held with its token,
-// in one script (for a lock of one key obtained without [WaitForRelease],
-// with DELIFEQ or DELEX where the server has them, see [New]; with a GET
-// and a second compare when the key's value is not the one the Lock
-// knows, as for Refresh). It
-// returns [ErrLockNotHeld] when some key had expired or
-// been taken by another: the keys that were still ours are deleted all the
-// same, and the others are left to their holders. A lock obtained with
-// [WaitForRelease] hands each key that has a waiter over to the one that
-// has waited longest instead of deleting it, in the same script.
+// in one script or native command (see [New]). It returns [ErrLockNotHeld]
+// when some key had expired or been taken by another: the keys that were
+// still ours are deleted all the same, and the others are left to their
+// holders. A lock obtained with [WaitForRelease], or attached, hands each
+// key that has a waiter over to the one that has waited longest instead
+// of deleting it, in the same script.
 //
 // It first stops the lock's keep-alive ([Lock.KeepAlive]), if any, and
 // waits for its goroutine to exit, 100 ms at most (see [KeepAlive.Stop]),
@@ -201,27 +88,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) err
 // reply came (redis.Options.MaxRetries): a Release whose first run deleted
 // the keys but whose reply was lost then returns [ErrLockNotHeld]. Either
 // way the lock is no longer held.
-func (l *Lock) Release(ctx context.Context) error {
-	if l == nil {
-		return ErrLockNotHeld
-	}
-	if err := checkCall(ctx, l.client); err != nil {
-		return err
-	}
-	l.lease.Released()
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-	}
-	ctx, start := l.hookReleaseStart(ctx)
-	n, handedOver, err := l.release(ctx)
-	if err == nil && int(n) != len(l.keys) {
-		err = ErrLockNotHeld
-	}
-	l.hookReleased(ctx, start, int(handedOver), err)
-	return err
-}
+func (l *Lock) Release(ctx context.Context) error { return (*handle)(l).release(ctx) }
 
 // KeepAlive starts refreshing the lock to ttl in the background, so that
 // it stays held while the work it protects runs: see [KeepAlive] for what
@@ -232,8 +99,8 @@ func (l *Lock) Release(ctx context.Context) error {
 // shorter than ttl. Stop it with [KeepAlive.Stop], or with [Lock.Release],
 // which stops it first.
 //
-// Refreshes run the script of [Lock.Refresh]. Other Refresh calls on the
-// Lock meanwhile are harmless: the keep-alive follows the lease they set
+// Refreshes are those of [Lock.Refresh]. Other Refresh calls on the Lock
+// meanwhile are harmless: the keep-alive follows the lease they set
 // (after one with a shorter ttl it refreshes sooner, to lengthen the lease
 // again), and one that finds the lock lost ends it at once.
 //
@@ -257,58 +124,31 @@ func (l *Lock) Release(ctx context.Context) error {
 //
 // It is safe for concurrent use.
 func (l *Lock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
-	if l == nil {
-		return nil, ErrLockNotHeld
-	}
-	if l.client == nil {
-		return nil, ErrNilClient
-	}
-	ms, err := ttlMillis(ttl)
-	if err != nil {
-		return nil, err
-	}
-	return keepLeaseReporting(&l.lease, time.Duration(ms)*time.Millisecond, opt, l.hookedRefresh(ttl, func(ctx context.Context) error {
-		ok, err := l.refresh(ctx, ms)
-		switch {
-		case err != nil:
-			return err
-		case ok == -1:
-			return errTaken
-		case ok != 1:
-			return lease.ErrNotHeld
-		}
-		return nil
-	}), l.hookEnded())
+	return (*handle)(l).keepAlive(ttl, opt)
 }
 
-// refresh extends the lock's keys to ms once: with SET … IFEQ for a single
-// key where the server has it (native.go), else with refresh.lua. Reply as
-// refresh.lua's: 1 extended, 0 some key gone, -1 some key held by another.
-func (l *Lock) refresh(ctx context.Context, ms int64) (int64, error) {
-	if reply, ok, err := l.nativeRefresh(ctx, ms); ok {
-		return reply, err
-	}
-	return refreshScript.Run(ctx, l.client, l.keys, l.tokenArg, ms).Int64()
+// lockKind is the kind of a Lock (and of a Leadership's lock): keys that
+// hold a lock's value, refreshed by refresh.lua and released by
+// delete.lua, or release.lua when it hands over.
+type lockKind struct{}
+
+func (lockKind) public(h *handle) Handle { return (*Lock)(h) }
+
+func (lockKind) refreshCall(h *handle, ms int64) call {
+	return call{op: opRefresh, script: refreshScript, keys: h.keys, args: []any{h.tokenArg, ms}, compare: true, ms: ms}
 }
 
-// release releases the lock's keys once; it returns how many were ours
-// and how many of them went to a waiter. A lock that hands nothing over
-// (obtained without [WaitForRelease]) is deleted with DELIFEQ or DELEX
-// where the server has it, otherwise with delete.lua; one that may hand
-// over runs release.lua (runRelease, waitforrelease.go). An attached lock
-// whose user may not run scripts at all is deleted natively after the
-// refusal.
-func (l *Lock) release(ctx context.Context) (ours, handedOver int64, err error) {
-	if l.handover == deleteKeys {
-		if n, ok, err := l.nativeRelease(ctx); ok {
-			return n, 0, err
+func (lockKind) ttlCall(h *handle) call {
+	return call{op: opTTL, script: ttlScript, keys: h.keys, args: []any{h.tokenArg}}
+}
+
+func (lockKind) release(ctx context.Context, h *handle) (bool, int, error) {
+	if h.wait != nil {
+		ours, handed, ok, err := h.wait.release(ctx, h)
+		if ok {
+			return int(ours) == len(h.keys), int(handed), err
 		}
 	}
-	ours, handedOver, err = l.runRelease(ctx)
-	if err != nil && l.handover == handOverIfAllowed && deniedByACL(err) {
-		if n, ok, nerr := l.nativeRelease(ctx); ok {
-			return n, 0, nerr
-		}
-	}
-	return ours, handedOver, err
+	ours, err := h.be.run(ctx, h, call{op: opRelease, script: deleteScript, keys: h.keys, args: []any{h.tokenArg}, compare: true})
+	return int(ours) == len(h.keys), 0, err
 }

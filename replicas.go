@@ -74,7 +74,7 @@ func confirmReplicas(ctx context.Context, lock *Lock, opt *Options, scriptKeys [
 
 func waitReplicas(ctx context.Context, lock *Lock, want int, timeout time.Duration, scriptKeys []string, args []any) error {
 	var node *redis.Client
-	switch c := lock.client.(type) {
+	switch c := lock.be.redis().(type) {
 	case *redis.ClusterClient:
 		var err error
 		if node, err = c.MasterForKey(ctx, lock.keys[0]); err != nil {
@@ -83,14 +83,14 @@ func waitReplicas(ctx context.Context, lock *Lock, want int, timeout time.Durati
 	case *redis.Client:
 		node = c
 	default:
-		return checkReplicas(lock.client, &Options{MinReplicas: want})
+		return checkReplicas(lock.be.redis(), &Options{MinReplicas: want})
 	}
 	conn := node.Conn()
 	defer func() { _ = conn.Close() }() // back to the pool; a broken one is dropped
 	reply, err := obtainScript.Run(ctx, conn, scriptKeys, args...).Int64()
 	switch {
 	case err != nil:
-		script.ReloadAfter(ctx, lock.client, err)
+		script.ReloadAfter(ctx, lock.be.redis(), err)
 		return err
 	case reply == obtainHeld || reply < 0:
 		return ErrNotObtained // lost between the obtain and now
@@ -104,7 +104,7 @@ func waitReplicas(ctx context.Context, lock *Lock, want int, timeout time.Durati
 	// WAIT 0 would block for ever: the timeout is at least 1 ms.
 	got, err := conn.Wait(ctx, want, max(timeout.Truncate(time.Millisecond), time.Millisecond)).Result()
 	if err != nil {
-		script.ReloadAfter(ctx, lock.client, err)
+		script.ReloadAfter(ctx, lock.be.redis(), err)
 		return err
 	}
 	if got < int64(want) {

@@ -10,8 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/handoff"
 	"github.com/redislock/redislock/internal/keyslot"
-	"github.com/redislock/redislock/internal/lease"
-	"github.com/redislock/redislock/internal/script"
 )
 
 // RWMutex is a read-write lock on Redis: many read holds at once, or one
@@ -30,14 +28,11 @@ import (
 // ([WriteLock.Downgrade]). See docs/rwmutex.md for the keys, the scripts
 // and what fence tokens mean here.
 type RWMutex struct {
-	client   RedisClient
-	cluster  bool
-	registry *handoff.Registry
-	name     string
+	c    *Client // nil: every call returns ErrNilClient
+	name string
 	// keys: W, R, H, Q, then the wait queues and wake-up lists of W and R
 	// (WQ, RQ, WW, RW, see lua/rwmutex_lib.lua).
-	keys  [8]string
-	hooks *clientHooks // the Client's (hook.go)
+	keys [8]string
 }
 
 // Indexes into RWMutex.keys.
@@ -63,10 +58,7 @@ const (
 // nothing; an empty name makes every call return [ErrInvalidKey]. A nil
 // Client gives an RWMutex whose calls return [ErrNilClient].
 func (c *Client) RWMutex(name string) *RWMutex {
-	rw := &RWMutex{name: name, registry: handoff.Default}
-	if c != nil {
-		rw.client, rw.cluster, rw.registry, rw.hooks = c.client, c.cluster, c.registry, &c.hooks
-	}
+	rw := &RWMutex{c: c, name: name}
 	prefix, suffix := name+":redislock:rw:", ""
 	if !keyslot.HasTag(name) {
 		prefix, suffix = "{"+name+"}:redislock:rw:", ":untagged"
@@ -125,13 +117,8 @@ func (rw *RWMutex) WriterKey() string {
 // (use [WriteLock.Downgrade]); a Redis error that is not transient as it
 // is.
 func (rw *RWMutex) RLock(ctx context.Context, ttl time.Duration, opt *Options) (*ReadLock, error) {
-	h, ctx, err := rw.acquire(ctx, ttl, opt, false)
-	if err != nil {
-		return nil, err
-	}
-	r := &ReadLock{h: h}
-	h.obs.obtained(ctx, r, nil, nil)
-	return r, nil
+	h, err := rw.acquire(ctx, ttl, opt, false)
+	return (*ReadLock)(h), err
 }
 
 // Lock takes the write lock for ttl: it succeeds when no other writer
@@ -152,57 +139,54 @@ func (rw *RWMutex) RLock(ctx context.Context, ttl time.Duration, opt *Options) (
 // [ErrUpgrade] is returned when opt.Token has a live read hold of this
 // RWMutex.
 func (rw *RWMutex) Lock(ctx context.Context, ttl time.Duration, opt *Options) (*WriteLock, error) {
-	h, ctx, err := rw.acquire(ctx, ttl, opt, true)
-	if err != nil {
-		return nil, err
-	}
-	w := &WriteLock{h: h}
-	h.obs.obtained(ctx, w, nil, nil)
-	return w, nil
+	h, err := rw.acquire(ctx, ttl, opt, true)
+	return (*WriteLock)(h), err
 }
 
-// acquire runs the Lock (write) or RLock script through the retry loop,
-// or through the handoff engine for [WaitForRelease]. On success the
-// caller reports the obtain call's end to the hold's hooks, under the
-// context acquire returns.
-func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options, write bool) (*rwHold, context.Context, error) {
-	if rw == nil {
-		return nil, ctx, ErrNilClient
+// acquire takes the write lock (write) or a read hold, through the
+// shared obtain: the RWMutex's lock keys, for the handoff engine, are W
+// (writers wait on its queue and are handed the lock) and R (readers wait
+// on its queue, and are woken together when the writer they wait behind
+// leaves).
+func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options, write bool) (*handle, error) {
+	if rw == nil || rw.c == nil {
+		return nil, ErrNilClient
 	}
-	if err := checkCall(ctx, rw.client); err != nil {
-		return nil, ctx, err
+	if err := checkCall(ctx, rw.c.client); err != nil {
+		return nil, err
 	}
 	ms, err := ttlMillis(ttl)
 	if err != nil {
-		return nil, ctx, err
+		return nil, err
 	}
 	if rw.name == "" {
-		return nil, ctx, fmt.Errorf("%w: empty RWMutex name", ErrInvalidKey)
+		return nil, fmt.Errorf("%w: empty RWMutex name", ErrInvalidKey)
 	}
 	fenceKey := opt.fenceKey()
 	if fenceKey != "" {
 		for _, k := range rw.keys {
 			if k == fenceKey {
-				return nil, ctx, fmt.Errorf("%w: fence key %q is a key of the RWMutex", ErrInvalidKey, k)
+				return nil, fmt.Errorf("%w: fence key %q is a key of the RWMutex", ErrInvalidKey, k)
 			}
 		}
-		if rw.cluster {
+		if rw.c.cluster {
 			if err := checkSlots(rw.keys[:1], fenceKey); err != nil {
-				return nil, ctx, err
+				return nil, err
 			}
 		}
 	}
 	if opt.minReplicas() != 0 {
-		return nil, ctx, fmt.Errorf("%w: MinReplicas is not supported by RWMutex", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: MinReplicas is not supported by RWMutex", ErrInvalidOption)
 	}
-	token := opt.token()
-	if token == "" {
-		token = newToken()
-	}
-	h := &rwHold{rw: rw, token: token, tokenArg: token, metadata: opt.metadata()}
-	run := rwRLockScript
+	h := &handle{be: &rw.c.one, kind: (*readKind)(rw), keys: rw.keys[:], metadata: opt.metadata()}
+	run, kind := rwRLockScript, KindRead
 	if write {
-		run = rwLockScript
+		h.kind, run, kind = (*writeKind)(rw), rwLockScript, KindWrite
+	}
+	if token := opt.token(); token != "" {
+		h.token, h.tokenArg = token, token
+	} else {
+		h.tokenArg = h.args.newToken()
 	}
 	keys := make([]string, len(rw.keys), len(rw.keys)+1)
 	copy(keys, rw.keys[:])
@@ -216,96 +200,30 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	if _, once := strategy.(noRetry); !once {
 		reg = ms
 	}
-	args := []any{h.tokenArg, h.metadata, ms, fenced, reg}
-	kind := KindRead
-	if write {
-		kind = KindWrite
-	}
-	h.obs = observe(rw.hooks, kind, rw.name, ttl)
-	ctx = h.obs.obtainStart(ctx)
-	if plan, ok := planOf(strategy); ok {
-		if err := rw.wait(ctx, h, ttl, plan, write, keys, args); err != nil {
-			h.obs.obtained(ctx, nil, err, nil)
-			return nil, ctx, err
-		}
-		return h, ctx, nil
-	}
-	registered := false
-	err = retry(ctx, ttl, strategy, func(ctx context.Context) (bool, error) {
-		// Set before the call: an attempt whose reply is lost may have
-		// registered all the same.
-		registered = reg != int64(0)
-		sent := time.Now()
-		reply, err := run.Run(ctx, rw.client, keys, args...).Int64()
-		h.obs.attempt(ctx, err == nil && reply >= 0, err)
-		switch {
-		case err != nil:
-			if refused := rw.refusal(err, token); refused != nil {
-				return true, refused
+	h.argBuf = [5]any{h.tokenArg, h.metadata, ms, fenced, reg}
+	args := h.argBuf[:]
+	err = rw.c.acquire(ctx, &acquisition{
+		h: h, ttl: ttl, strategy: strategy, kind: kind, name: rw.name,
+		attempt: call{op: opObtain, script: run, keys: keys, args: args},
+		wait: handoff.Request{Keys: rw.keys[rwWriter : rwReaders+1 : rwReaders+1], Obtain: run, CallKeys: keys,
+			CallArgs: args, Leave: rwLeaveScript, Shared: !write},
+		failed: func(ctx context.Context, err error, waited bool) error {
+			// A waiter registers its token (polling ones too, with each
+			// attempt): take the registration back.
+			h.setToken()
+			if waited || reg != int64(0) {
+				rw.withdraw(ctx, h.token)
 			}
-			return false, err
-		case reply >= 0:
-			h.fence = reply
-			h.lease.Obtained(sent, ttl)
-			return true, nil
-		}
-		return false, nil
+			if refused := rw.refusal(err, h.token); refused != nil {
+				return refused
+			}
+			return err
+		},
 	})
 	if err != nil {
-		if registered {
-			rw.withdraw(ctx, token)
-		}
-		h.obs.obtained(ctx, nil, err, nil)
-		return nil, ctx, err
+		return nil, err
 	}
-	return h, ctx, nil
-}
-
-// wait is acquire's wait for [WaitForRelease], through the handoff engine:
-// the RWMutex's lock keys, for the engine, are W (writers wait on its
-// queue and are handed the lock, W becoming a reservation for a grant) and
-// R (readers wait on its queue, and are woken together when the writer
-// they wait behind leaves). On success h has its fence token and lease.
-func (rw *RWMutex) wait(ctx context.Context, h *rwHold, ttl time.Duration, plan waitPlan, write bool, keys []string, args []any) error {
-	run := rwRLockScript
-	if write {
-		run = rwLockScript
-	}
-	fallback := startRetry(plan.fallback)
-	out, err := rw.registry.Wait(ctx, &handoff.Request{
-		Client:      rw.client,
-		Keys:        rw.keys[rwWriter : rwReaders+1 : rwReaders+1],
-		Obtain:      run,
-		CallKeys:    keys,
-		CallArgs:    args,
-		Leave:       rwLeaveScript,
-		TTL:         ttl,
-		Backoff:     fallback.NextBackoff,
-		MaxAttempts: plan.attempts,
-		Transient:   script.Transient,
-		Shared:      !write,
-		Attempted:   h.obs.attempted(ctx),
-	})
-	if out.Obtained {
-		h.fence = out.Value
-		h.lease.Obtained(out.Sent, ttl)
-	}
-	if err == nil {
-		return nil
-	}
-	// The engine polls where it cannot block, registering the token as a
-	// polling waiter does: withdraw it.
-	rw.withdraw(ctx, h.token)
-	if refused := rw.refusal(err, h.token); refused != nil {
-		return refused
-	}
-	return waitFailed(ctx, out, err, "wait of", rw.name, func(rctx context.Context) {
-		if write {
-			_, _ = (&WriteLock{h: h}).releaseOnce(rctx)
-		} else {
-			_, _ = (&ReadLock{h: h}).releaseOnce(rctx)
-		}
-	})
+	return h, nil
 }
 
 // The error replies of the RLock and Lock scripts that refuse the call
@@ -340,365 +258,5 @@ func (rw *RWMutex) refusal(err error, token string) error {
 func (rw *RWMutex) withdraw(ctx context.Context, token string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	_ = rwWithdrawScript.Run(ctx, rw.client, rw.keys[:], token, handoff.ReservationArg, handoff.RegistrationArg).Err() // it expires anyway
-}
-
-// rwHold is what a read hold and a write lock share: the identity of the
-// holder and its lease.
-type rwHold struct {
-	rw       *RWMutex
-	token    string
-	tokenArg any
-	metadata string
-	fence    int64
-	lease    lease.Lease
-	obs      *observation // the Client's hooks, nil without (hook.go)
-}
-
-// refresh runs one refresh script (reply 1: renewed) through the retry
-// loop, recording the outcome in the lease, as [Lock.Refresh] does.
-func (h *rwHold) refresh(ctx context.Context, ttl time.Duration, opt *Options, run func(ctx context.Context, ms int64) (int64, error)) error {
-	if err := checkCall(ctx, h.rw.client); err != nil {
-		return err
-	}
-	ms, err := ttlMillis(ttl)
-	if err != nil {
-		return err
-	}
-	leaseTTL := time.Duration(ms) * time.Millisecond
-	ctx, start := h.obs.refreshStart(ctx, ttl, false)
-	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
-		sent := time.Now()
-		h.lease.Sending(sent, leaseTTL)
-		ok, err := run(ctx, ms)
-		switch {
-		case err != nil:
-			return false, err
-		case ok != 1:
-			h.lease.Lost(sent)
-			return true, ErrNotObtained
-		}
-		h.lease.Renewed(sent, leaseTTL)
-		return true, nil
-	})
-	h.obs.refreshed(ctx, start, ttl, false, err)
-	return err
-}
-
-// keepAlive starts the lease's keep-alive with the refresh script run,
-// whose reply is 1 (extended), 0 (gone) or, for the write lock's
-// refresh.lua, -1 (held by another token: reported to hooks as
-// [LostTaken]).
-func (h *rwHold) keepAlive(ttl time.Duration, opt *KeepAliveOptions, run func(ctx context.Context, ms int64) (int64, error)) (*KeepAlive, error) {
-	if h.rw.client == nil {
-		return nil, ErrNilClient
-	}
-	ms, err := ttlMillis(ttl)
-	if err != nil {
-		return nil, err
-	}
-	return keepLeaseReporting(&h.lease, time.Duration(ms)*time.Millisecond, opt, h.obs.hookedRefresh(ttl, func(ctx context.Context) error {
-		ok, err := run(ctx, ms)
-		switch {
-		case err != nil:
-			return err
-		case ok == -1:
-			return errTaken
-		case ok != 1:
-			return lease.ErrNotHeld
-		}
-		return nil
-	}), h.obs.ended())
-}
-
-// release stops the keep-alive and runs the release script (reply 1:
-// released), as [Lock.Release] does.
-func (h *rwHold) release(ctx context.Context, run func(ctx context.Context) (int64, error)) error {
-	if err := checkCall(ctx, h.rw.client); err != nil {
-		return err
-	}
-	h.lease.Released()
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-	}
-	ctx, start := h.obs.releaseStart(ctx)
-	n, err := run(ctx)
-	if err == nil && n != 1 {
-		err = ErrLockNotHeld
-	}
-	h.obs.released(ctx, start, 0, err)
-	return err
-}
-
-// ttl runs a TTL script (reply: milliseconds left, 0 when not held).
-func (h *rwHold) ttl(ctx context.Context, run func(ctx context.Context) (any, error)) (time.Duration, error) {
-	if err := checkCall(ctx, h.rw.client); err != nil {
-		return 0, err
-	}
-	reply, err := run(ctx)
-	if err != nil {
-		return 0, err
-	}
-	ms, ok := reply.(int64)
-	if !ok || ms < 0 {
-		return 0, fmt.Errorf("%w: ttl of %q: %#v", ErrUnexpectedReply, h.rw.name, reply)
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}
-
-// ReadLock is a read hold of an [RWMutex], from [RWMutex.RLock] or
-// [WriteLock.Downgrade]. It behaves as a [Lock]: its accessors read fields
-// set at creation, each method runs one script, its lease guards itself,
-// so it is safe for concurrent use, and every method accepts a nil
-// *ReadLock.
-type ReadLock struct {
-	h *rwHold
-}
-
-// WriteLock is the write lock of an [RWMutex], from [RWMutex.Lock]. It
-// behaves as a [Lock] (the writer key holds a lock's value): its accessors
-// read fields set at creation, each method runs one script, its lease
-// guards itself, so it is safe for concurrent use, and every method
-// accepts a nil *WriteLock.
-type WriteLock struct {
-	h *rwHold
-}
-
-// RWMutex returns the lock this hold is of (nil for a nil ReadLock).
-func (r *ReadLock) RWMutex() *RWMutex {
-	if r == nil {
-		return nil
-	}
-	return r.h.rw
-}
-
-// Token returns the token that identifies this hold ("" for a nil
-// ReadLock).
-func (r *ReadLock) Token() string {
-	if r == nil {
-		return ""
-	}
-	return r.h.token
-}
-
-// Metadata returns the metadata stored with the hold ("" for a nil
-// ReadLock).
-func (r *ReadLock) Metadata() string {
-	if r == nil {
-		return ""
-	}
-	return r.h.metadata
-}
-
-// FenceToken returns the fence token of the last write lock taken with the
-// same [Options.FenceKey] before this hold (the write's own token after a
-// [WriteLock.Downgrade]); 0 without a FenceKey, and for a nil ReadLock. A
-// resource that has seen a write with a greater token should refuse what
-// this reader read before it: see docs/rwmutex.md.
-func (r *ReadLock) FenceToken() int64 {
-	if r == nil {
-		return 0
-	}
-	return r.h.fence
-}
-
-// TTL returns the time the hold has left, in whole milliseconds, or
-// (0, nil) when it is no longer held. It makes one attempt, blocking for
-// one round trip; a Redis error is returned as it is. A nil ReadLock
-// returns [ErrLockNotHeld].
-func (r *ReadLock) TTL(ctx context.Context) (time.Duration, error) {
-	if r == nil {
-		return 0, ErrLockNotHeld
-	}
-	h := r.h
-	return h.ttl(ctx, func(ctx context.Context) (any, error) {
-		return rwRTTLScript.Run(ctx, h.rw.client, h.rw.keys[rwReaders:rwReaders+1], h.tokenArg).Result()
-	})
-}
-
-// Refresh extends the hold to expire ttl from now, when it is still held;
-// otherwise it changes nothing and returns [ErrNotObtained] at once (an
-// expired hold is not retried). Transient Redis errors are retried
-// according to opt.RetryStrategy (default [NoRetry]), as for
-// [Lock.Refresh], whose other errors and effect on a keep-alive it shares.
-func (r *ReadLock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
-	if r == nil {
-		return ErrNotObtained
-	}
-	return r.h.refresh(ctx, ttl, opt, r.refreshOnce)
-}
-
-func (r *ReadLock) refreshOnce(ctx context.Context, ms int64) (int64, error) {
-	h := r.h
-	return rwRRefreshScript.Run(ctx, h.rw.client, h.rw.keys[rwReaders:rwHolds+1], h.tokenArg, ms).Int64()
-}
-
-// Release ends the hold. It returns [ErrLockNotHeld] when it had already
-// expired. It first stops the hold's keep-alive, if any, and, when ctx has
-// already ended, still runs with a timeout of its own, as [Lock.Release]
-// does. A Redis error is returned as it is; the hold then expires at its
-// TTL. A nil ReadLock returns ErrLockNotHeld.
-func (r *ReadLock) Release(ctx context.Context) error {
-	if r == nil {
-		return ErrLockNotHeld
-	}
-	return r.h.release(ctx, r.releaseOnce)
-}
-
-// releaseOnce runs the read hold's release script (reply 1: released).
-func (r *ReadLock) releaseOnce(ctx context.Context) (int64, error) {
-	h := r.h
-	return rwRUnlockScript.Run(ctx, h.rw.client, h.rw.keys[:], h.tokenArg, handoff.ReservationArg, handoff.RegistrationArg).Int64()
-}
-
-// KeepAlive keeps the hold alive in the background, refreshing it to ttl,
-// exactly as [Lock.KeepAlive] does a lock, with the same errors.
-func (r *ReadLock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
-	if r == nil {
-		return nil, ErrLockNotHeld
-	}
-	return r.h.keepAlive(ttl, opt, r.refreshOnce)
-}
-
-// RWMutex returns the lock this is the write lock of (nil for a nil
-// WriteLock).
-func (w *WriteLock) RWMutex() *RWMutex {
-	if w == nil {
-		return nil
-	}
-	return w.h.rw
-}
-
-// Token returns the token that identifies this holder ("" for a nil
-// WriteLock).
-func (w *WriteLock) Token() string {
-	if w == nil {
-		return ""
-	}
-	return w.h.token
-}
-
-// Metadata returns the metadata stored with the lock ("" for a nil
-// WriteLock).
-func (w *WriteLock) Metadata() string {
-	if w == nil {
-		return ""
-	}
-	return w.h.metadata
-}
-
-// FenceToken returns the fencing token of this write acquisition: greater
-// than every token issued before from the same [Options.FenceKey]. Pass it
-// to the protected resource with each write. It is 0 without a FenceKey
-// (and for a nil WriteLock).
-func (w *WriteLock) FenceToken() int64 {
-	if w == nil {
-		return 0
-	}
-	return w.h.fence
-}
-
-// TTL returns the time the write lock has left, in whole milliseconds, or
-// (0, nil) when it is no longer held; as [Lock.TTL]. A nil WriteLock
-// returns [ErrLockNotHeld].
-func (w *WriteLock) TTL(ctx context.Context) (time.Duration, error) {
-	if w == nil {
-		return 0, ErrLockNotHeld
-	}
-	h := w.h
-	return h.ttl(ctx, func(ctx context.Context) (any, error) {
-		return ttlScript.Run(ctx, h.rw.client, h.rw.keys[:1], h.tokenArg).Result()
-	})
-}
-
-// Refresh extends the write lock to expire ttl from now, when it is still
-// held; otherwise it changes nothing and returns [ErrNotObtained] at once.
-// Errors, retries and the effect on a keep-alive are those of
-// [Lock.Refresh].
-func (w *WriteLock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
-	if w == nil {
-		return ErrNotObtained
-	}
-	return w.h.refresh(ctx, ttl, opt, w.refreshOnce)
-}
-
-func (w *WriteLock) refreshOnce(ctx context.Context, ms int64) (int64, error) {
-	h := w.h
-	return refreshScript.Run(ctx, h.rw.client, h.rw.keys[:1], h.tokenArg, ms).Int64()
-}
-
-// Release ends the write lock; the readers that waited behind it may enter
-// at once. It returns [ErrLockNotHeld] when the lock had expired or been
-// taken by another. It first stops the lock's keep-alive, if any, and,
-// when ctx has already ended, still runs with a timeout of its own, as
-// [Lock.Release] does. A Redis error is returned as it is; the lock then
-// expires at its TTL. A nil WriteLock returns ErrLockNotHeld.
-func (w *WriteLock) Release(ctx context.Context) error {
-	if w == nil {
-		return ErrLockNotHeld
-	}
-	return w.h.release(ctx, w.releaseOnce)
-}
-
-// releaseOnce runs the write lock's release script (reply 1: released).
-func (w *WriteLock) releaseOnce(ctx context.Context) (int64, error) {
-	h := w.h
-	return rwUnlockScript.Run(ctx, h.rw.client, h.rw.keys[:], h.tokenArg, handoff.ReservationArg, handoff.RegistrationArg).Int64()
-}
-
-// KeepAlive keeps the write lock alive in the background, refreshing it
-// to ttl, exactly as [Lock.KeepAlive] does a lock, with the same errors.
-func (w *WriteLock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
-	if w == nil {
-		return nil, ErrLockNotHeld
-	}
-	return w.h.keepAlive(ttl, opt, w.refreshOnce)
-}
-
-// Downgrade turns the write lock into a read hold of ttl, atomically: no
-// writer can take the lock in between, and the readers that waited behind
-// this writer enter with it. The read hold has the same token and
-// metadata, and carries this write's fence token. The WriteLock is then
-// released (its keep-alive, if any, is stopped first, as by
-// [WriteLock.Release]); keep the returned ReadLock. It makes one attempt,
-// blocking for one round trip. Errors: [ErrInvalidTTL] before anything is
-// sent; [ErrLockNotHeld] when the write lock had expired or been taken by
-// another (nothing changed); a Redis error as it is (the write lock may
-// then be held or not: it expires at its TTL).
-func (w *WriteLock) Downgrade(ctx context.Context, ttl time.Duration) (*ReadLock, error) {
-	if w == nil {
-		return nil, ErrLockNotHeld
-	}
-	h := w.h
-	if err := checkCall(ctx, h.rw.client); err != nil {
-		return nil, err
-	}
-	ms, err := ttlMillis(ttl)
-	if err != nil {
-		return nil, err
-	}
-	h.lease.Released()
-	// Hooks see the write lock's release around the read hold's obtain.
-	wctx, start := h.obs.releaseStart(ctx)
-	obs := observe(h.rw.hooks, KindRead, h.rw.name, ttl)
-	ctx = obs.obtainStart(wctx)
-	sent := time.Now()
-	fence, err := rwDowngradeScript.Run(ctx, h.rw.client, h.rw.keys[:], h.tokenArg, ms, h.metadata, handoff.RegistrationArg).Int64()
-	obs.attempt(ctx, err == nil && fence >= 0, err)
-	if err == nil && fence < 0 {
-		err = ErrLockNotHeld
-	}
-	if err != nil {
-		obs.obtained(ctx, nil, err, ErrLockNotHeld)
-		h.obs.released(wctx, start, 0, err)
-		return nil, err
-	}
-	r := &rwHold{rw: h.rw, token: h.token, tokenArg: h.tokenArg, metadata: h.metadata, fence: fence, obs: obs}
-	r.lease.Obtained(sent, ttl)
-	rl := &ReadLock{h: r}
-	obs.obtained(ctx, rl, nil, nil)
-	h.obs.released(wctx, start, 0, nil)
-	return rl, nil
+	_ = rwWithdrawScript.Run(ctx, rw.c.client, rw.keys[:], token, handoff.ReservationArg, handoff.RegistrationArg).Err() // it expires anyway
 }

@@ -1,129 +1,87 @@
 package redislock
 
 import (
-	_ "embed"
+	"embed"
 
 	"github.com/redislock/redislock/internal/script"
 )
 
-// One Lua script per verb; each file's header lists its KEYS, ARGV and
-// replies. internal/script runs them (EVALSHA, EVAL on NOSCRIPT, the Cluster
-// slot-map reload).
+// The Lua scripts, one per verb, each file's header listing its KEYS, ARGV
+// and replies; internal/script runs them (EVALSHA, EVAL on NOSCRIPT, the
+// Cluster slot-map reload). lib.lua (the exact-token ownership check),
+// handover.lua (handing a key over to its next waiter, see
+// [WaitForRelease] and internal/handoff), semaphore_lib.lua and
+// rwmutex_lib.lua are not scripts: they define the functions that the
+// scripts of their part share, and are prepended to them. Lua compiles
+// each whole once per server.
 //
-// lib.lua and handover.lua are not scripts: they define the functions that
-// the scripts share (the exact-token ownership check; handing a key over to
-// its next waiter, see [WaitForRelease] and internal/handoff), prepended to the scripts that call
-// them. Lua compiles them with the script, once per server.
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// lua returns the script made of the named files of lua/, in order.
+func lua(names ...string) *script.Script {
+	parts := make([]string, len(names))
+	for i, name := range names {
+		b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+		if err != nil {
+			panic("redislock: " + err.Error()) // a file missing from the build
+		}
+		parts[i] = string(b)
+	}
+	return script.New(parts...)
+}
+
+// The scripts of locks, elections and Inspect.
 var (
-	//go:embed lua/lib.lua
-	libSource string
-	//go:embed lua/handover.lua
-	handoverSource string
-	//go:embed lua/obtain.lua
-	obtainSource string
-	//go:embed lua/refresh.lua
-	refreshSource string
-	//go:embed lua/release.lua
-	releaseSource string
-	//go:embed lua/delete.lua
-	deleteSource string
-	//go:embed lua/ttl.lua
-	ttlSource string
-	//go:embed lua/leave.lua
-	leaveSource string
-	//go:embed lua/inspect.lua
-	inspectSource string
-	//go:embed lua/election_leader.lua
-	electionLeaderSource string
-	//go:embed lua/election_proclaim.lua
-	electionProclaimSource string
-	//go:embed lua/election_resigned.lua
-	electionResignedSource string
+	obtainScript  = lua("lib", "handover", "obtain")
+	refreshScript = lua("lib", "refresh")
+	releaseScript = lua("lib", "handover", "release")
+	deleteScript  = lua("lib", "delete")
+	ttlScript     = lua("lib", "ttl")
+	leaveScript   = lua("lib", "handover", "leave")
+	inspectScript = lua("inspect")
 
-	obtainScript  = script.New(libSource, handoverSource, obtainSource)
-	refreshScript = script.New(libSource, refreshSource)
-	releaseScript = script.New(libSource, handoverSource, releaseSource)
-	deleteScript  = script.New(libSource, deleteSource)
-	ttlScript     = script.New(libSource, ttlSource)
-	leaveScript   = script.New(libSource, handoverSource, leaveSource)
-	inspectScript = script.New(inspectSource)
-
-	electionLeaderScript   = script.New(libSource, electionLeaderSource)
-	electionProclaimScript = script.New(libSource, electionProclaimSource)
-	electionResignedScript = script.New(electionResignedSource)
+	electionLeaderScript   = lua("lib", "election_leader")
+	electionProclaimScript = lua("lib", "election_proclaim")
+	electionResignedScript = lua("election_resigned")
 )
 
 // obtainHeld is obtain.lua's reply, without a waiter, when a key is held
 // by another.
 const obtainHeld = 1
 
-// The scripts of [RWMutex]: rwmutex_lib.lua holds their shared helpers and
-// describes the keys of one RWMutex; it hands the write lock over with
-// handover.lua. The write lock's refresh and TTL are refresh.lua and
-// ttl.lua, on the writer key, which holds a lock's value.
+// The scripts of [RWMutex]: rwmutex_lib.lua describes the keys of one
+// RWMutex; the write lock's refresh and TTL are refresh.lua and ttl.lua,
+// on the writer key, which holds a lock's value.
 var (
-	//go:embed lua/rwmutex_lib.lua
-	rwLibSource string
-	//go:embed lua/rwmutex_rlock.lua
-	rwRLockSource string
-	//go:embed lua/rwmutex_lock.lua
-	rwLockSource string
-	//go:embed lua/rwmutex_unlock.lua
-	rwUnlockSource string
-	//go:embed lua/rwmutex_runlock.lua
-	rwRUnlockSource string
-	//go:embed lua/rwmutex_rrefresh.lua
-	rwRRefreshSource string
-	//go:embed lua/rwmutex_rttl.lua
-	rwRTTLSource string
-	//go:embed lua/rwmutex_downgrade.lua
-	rwDowngradeSource string
-	//go:embed lua/rwmutex_leave.lua
-	rwLeaveSource string
-	//go:embed lua/rwmutex_withdraw.lua
-	rwWithdrawSource string
+	rwRLockScript     = rw("rlock")
+	rwLockScript      = rw("lock")
+	rwUnlockScript    = rw("unlock")
+	rwRUnlockScript   = rw("runlock")
+	rwRRefreshScript  = rw("rrefresh")
+	rwRTTLScript      = rw("rttl")
+	rwDowngradeScript = rw("downgrade")
+	rwLeaveScript     = rw("leave")
+	rwWithdrawScript  = rw("withdraw")
+)
 
-	rwRLockScript     = script.New(libSource, handoverSource, rwLibSource, rwRLockSource)
-	rwLockScript      = script.New(libSource, handoverSource, rwLibSource, rwLockSource)
-	rwUnlockScript    = script.New(libSource, handoverSource, rwLibSource, rwUnlockSource)
-	rwRUnlockScript   = script.New(libSource, handoverSource, rwLibSource, rwRUnlockSource)
-	rwRRefreshScript  = script.New(libSource, handoverSource, rwLibSource, rwRRefreshSource)
-	rwRTTLScript      = script.New(libSource, handoverSource, rwLibSource, rwRTTLSource)
-	rwDowngradeScript = script.New(libSource, handoverSource, rwLibSource, rwDowngradeSource)
-	rwLeaveScript     = script.New(libSource, handoverSource, rwLibSource, rwLeaveSource)
-	rwWithdrawScript  = script.New(libSource, handoverSource, rwLibSource, rwWithdrawSource)
+func rw(verb string) *script.Script {
+	return lua("lib", "handover", "rwmutex_lib", "rwmutex_"+verb)
+}
+
+// The scripts of [Semaphore] and [Permit]: those that hand permit slots
+// over get handover.lua's pass() and semaphore_lib.lua's handOn().
+var (
+	semAcquireScript = lua("lib", "handover", "semaphore_lib", "semaphore_acquire")
+	semReleaseScript = lua("lib", "handover", "semaphore_lib", "semaphore_release")
+	semLeaveScript   = lua("lib", "handover", "semaphore_lib", "semaphore_leave")
+	semRefreshScript = lua("semaphore_refresh")
+	semTTLScript     = lua("semaphore_ttl")
+	semHoldersScript = lua("semaphore_holders")
 )
 
 // Pre-boxed script arguments, so that the hot path does not allocate them.
 var (
 	argFenced   any = "1"
 	argUnfenced any = "0"
-)
-
-// The scripts of [Semaphore] and [Permit] (semaphore.go): one per verb, each
-// on the semaphore's sorted set and its permit hash.
-var (
-	//go:embed lua/semaphore_acquire.lua
-	semAcquireSource string
-	//go:embed lua/semaphore_refresh.lua
-	semRefreshSource string
-	//go:embed lua/semaphore_release.lua
-	semReleaseSource string
-	//go:embed lua/semaphore_ttl.lua
-	semTTLSource string
-	//go:embed lua/semaphore_holders.lua
-	semHoldersSource string
-	//go:embed lua/semaphore_lib.lua
-	semLibSource string
-	//go:embed lua/semaphore_leave.lua
-	semLeaveSource string
-
-	// The scripts that hand permit slots over (see [WaitForRelease]) get
-	// handover.lua's pass() and semaphore_lib.lua's handOn().
-	semAcquireScript = script.New(libSource, handoverSource, semLibSource, semAcquireSource)
-	semReleaseScript = script.New(libSource, handoverSource, semLibSource, semReleaseSource)
-	semLeaveScript   = script.New(libSource, handoverSource, semLibSource, semLeaveSource)
-	semRefreshScript = script.New(semRefreshSource)
-	semTTLScript     = script.New(semTTLSource)
-	semHoldersScript = script.New(semHoldersSource)
 )

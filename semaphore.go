@@ -9,8 +9,6 @@ import (
 
 	"github.com/redislock/redislock/internal/handoff"
 	"github.com/redislock/redislock/internal/keyslot"
-	"github.com/redislock/redislock/internal/lease"
-	"github.com/redislock/redislock/internal/script"
 )
 
 // permitsSuffix names a semaphore's permit hash, the companion of its key
@@ -40,13 +38,11 @@ const (
 // until the count falls below its own. Permits granted under a larger
 // limit are never revoked.
 type Semaphore struct {
-	client   RedisClient
-	cluster  bool
-	registry *handoff.Registry
-	key      string
-	permits  string // the companion hash; "" when key cannot have one
-	limit    int
-	hooks    *clientHooks // the Client's (hook.go)
+	c       *Client
+	client  RedisClient
+	key     string
+	permits string // the companion hash; "" when key cannot have one
+	limit   int
 }
 
 // Semaphore returns the semaphore on key that grants at most limit permits
@@ -57,7 +53,7 @@ func (c *Client) Semaphore(key string, limit int) Semaphore {
 	if c == nil {
 		return Semaphore{key: key, permits: permits, limit: limit}
 	}
-	return Semaphore{client: c.client, cluster: c.cluster, registry: c.registry, key: key, permits: permits, limit: limit, hooks: &c.hooks}
+	return Semaphore{c: c, client: c.client, key: key, permits: permits, limit: limit}
 }
 
 // Key returns the semaphore's key.
@@ -91,7 +87,7 @@ func (s Semaphore) check(buf []string, fenceKey string) error {
 		return fmt.Errorf("%w: semaphore key %q has a \"}\" but no hash tag: give it one, like \"{%s}\"", ErrInvalidKey, s.key, strings.ReplaceAll(s.key, "}", ""))
 	}
 	buf[0], buf[1] = s.key, s.permits
-	return checkKeys(buf[:2], fenceKey, s.cluster)
+	return checkKeys(buf[:2], fenceKey, s.c.cluster)
 }
 
 // reservationMark starts the sorted-set member of a slot reserved for a
@@ -141,97 +137,48 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 		return nil, err
 	}
 	fenceKey := opt.fenceKey()
-	p := &Permit{client: s.client, metadata: opt.metadata()}
-	if err := s.check(p.keyBuf[:2], fenceKey); err != nil {
+	h := &handle{be: &s.c.one, kind: permitKind{}, metadata: opt.metadata()}
+	if err := s.check(h.keyBuf[:2], fenceKey); err != nil {
 		return nil, err
 	}
 	if opt.minReplicas() != 0 {
 		return nil, fmt.Errorf("%w: MinReplicas is not supported by Semaphore.Acquire", ErrInvalidOption)
 	}
-	token := opt.token()
-	if token == "" {
-		token = newToken()
+	if token := opt.token(); token == "" {
+		h.tokenArg = h.args.newToken()
 	} else if strings.HasPrefix(token, reservationMark) {
 		return nil, fmt.Errorf("%w: a permit's token may not start with %q, which marks a slot reserved for a woken waiter", ErrInvalidToken, reservationMark)
+	} else {
+		h.token, h.tokenArg = token, token
 	}
-	p.token, p.tokenArg = token, token
-	// The keys live in the Permit: the semaphore's two, capped so that
+	// The keys live in the handle: the semaphore's two, capped so that
 	// nothing appends into the fence key's place, then the fence key.
-	p.keys = p.keyBuf[:2:2]
-	keys := p.keyBuf[:2]
+	h.keys = h.keyBuf[:2:2]
+	keys := h.keyBuf[:2]
 	fenced := argUnfenced
 	if fenceKey != "" {
-		p.keyBuf[2] = fenceKey
-		keys = p.keyBuf[:3]
+		h.keyBuf[2] = fenceKey
+		keys = h.keyBuf[:3]
 		fenced = argFenced
 	}
-	limit := int64(s.limit)
-	p.obs = observe(s.hooks, KindSemaphore, s.key, ttl)
-	ctx = p.obs.obtainStart(ctx)
-	if plan, ok := planOf(opt.retryStrategy()); ok { // WaitForRelease, alone or wrapped
-		err = s.acquireWaiting(ctx, p, ttl, plan, keys, []any{p.tokenArg, p.metadata, ms, limit, fenced})
-		p.obs.obtained(ctx, p, err, nil)
-		if err != nil {
-			return nil, err
-		}
-		return p, nil
-	}
-	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
-		sent := time.Now()
-		reply, err := semAcquireScript.Run(ctx, s.client, keys, p.tokenArg, p.metadata, ms, limit, fenced).Result()
-		n, ok := reply.(int64)
-		p.obs.attempt(ctx, err == nil && ok && n >= 0, err)
-		if err != nil {
-			return false, err
-		}
-		switch {
-		case !ok || n == -1:
-			return true, fmt.Errorf("%w: acquire of semaphore %q: %#v", ErrUnexpectedReply, s.key, reply)
-		case n < 0:
-			return false, nil
-		}
-		p.fence = n
-		p.lease.Obtained(sent, ttl)
-		return true, nil
+	h.argBuf = [5]any{h.tokenArg, h.metadata, ms, int64(s.limit), fenced}
+	args := h.argBuf[:]
+	err = s.c.acquire(ctx, &acquisition{
+		h: h, ttl: ttl, strategy: opt.retryStrategy(), kind: KindSemaphore, name: s.key,
+		attempt: call{op: opObtain, script: semAcquireScript, keys: keys, args: args},
+		held: func(n int64) (bool, error) {
+			if n == -1 {
+				return false, fmt.Errorf("%w: acquire of semaphore %q: %d", ErrUnexpectedReply, s.key, n)
+			}
+			return n >= 0, nil
+		},
+		wait:      handoff.Request{Keys: h.keyBuf[:1], Obtain: semAcquireScript, CallKeys: keys, CallArgs: args, Leave: semLeaveScript},
+		handsOver: true,
 	})
-	p.obs.obtained(ctx, p, err, nil)
 	if err != nil {
 		return nil, err
 	}
-	return p, nil
-}
-
-// acquireWaiting is Acquire's wait for [WaitForRelease], through the
-// handoff engine as [Client.ObtainMulti]'s: p has its keys, token and
-// metadata; keys and args are the acquire script's. On success p has its
-// fence token, lease start, and a Release that hands over.
-func (s Semaphore) acquireWaiting(ctx context.Context, p *Permit, ttl time.Duration, plan waitPlan, keys []string, args []any) error {
-	fallback := startRetry(plan.fallback)
-	out, err := s.registry.Wait(ctx, &handoff.Request{
-		Client:      s.client,
-		Keys:        p.keyBuf[:1],
-		Obtain:      semAcquireScript,
-		CallKeys:    keys,
-		CallArgs:    args,
-		Leave:       semLeaveScript,
-		TTL:         ttl,
-		Backoff:     fallback.NextBackoff,
-		MaxAttempts: plan.attempts,
-		Transient:   script.Transient,
-		Attempted:   p.obs.attempted(ctx),
-	})
-	if out.Obtained {
-		// A permit obtained at the end of a block counts its lease from
-		// the block's start: the script ran at some point after it.
-		p.fence, p.handover = out.Value, true
-		p.lease.Obtained(out.Sent, ttl)
-	}
-	if err == nil {
-		return nil
-	}
-	return waitFailed(ctx, out, err, "acquire of semaphore", s.key, func(rctx context.Context) {
-		_, _, _ = p.runRelease(rctx)
-	})
+	return (*Permit)(h), nil
 }
 
 // PermitInfo describes one live permit of a semaphore, as [Semaphore.Holders]
@@ -298,83 +245,34 @@ func parsePermitValue(v string) (fence int64, metadata string) {
 
 // Permit is one permit of a [Semaphore], from [Semaphore.Acquire]. It is a
 // lease like a [Lock], with the same methods, meaning the same things. Its
-// accessors only read fields set at creation, its methods each run one
-// script, and its lease guards itself, so a Permit is safe for concurrent
-// use. Every method accepts a nil *Permit: it returns a zero value or an
-// error, never panics.
-type Permit struct {
-	client   RedisClient
-	keys     []string  // the semaphore key and its permit hash
-	keyBuf   [3]string // keys' storage, and the fence key's
-	token    string
-	tokenArg any
-	metadata string
-	fence    int64
-	obs      *observation // the Client's hooks, nil without (hook.go)
-	handover bool         // acquired with WaitForRelease: Release hands the slot over
-
-	// lease is the one record of the permit's expiry, as for Lock.
-	lease lease.Lease
-}
+// accessors only read what was set when it was acquired, its methods each
+// run one script, and its lease guards itself, so a Permit is safe for
+// concurrent use. Every method accepts a nil *Permit: it returns a zero
+// value or an error, never panics.
+type Permit handle
 
 // Key returns the semaphore's key ("" for a nil Permit).
-func (p *Permit) Key() string {
-	if p == nil {
-		return ""
-	}
-	return p.keys[0]
-}
+func (p *Permit) Key() string { return (*handle)(p).key() }
 
 // Token returns the token that identifies this permit ("" for a nil
 // Permit).
-func (p *Permit) Token() string {
-	if p == nil {
-		return ""
-	}
-	return p.token
-}
+func (p *Permit) Token() string { return (*handle)(p).tok() }
 
 // Metadata returns the metadata stored with the permit ("" for a nil
 // Permit).
-func (p *Permit) Metadata() string {
-	if p == nil {
-		return ""
-	}
-	return p.metadata
-}
+func (p *Permit) Metadata() string { return (*handle)(p).meta() }
 
 // FenceToken returns the permit's fencing token: greater than every token
 // issued before from the same [Options.FenceKey], by permits and locks
 // alike. It is 0 without a FenceKey (and for a nil Permit).
-func (p *Permit) FenceToken() int64 {
-	if p == nil {
-		return 0
-	}
-	return p.fence
-}
+func (p *Permit) FenceToken() int64 { return (*handle)(p).fenceToken() }
 
 // TTL returns the time the permit has left, in whole milliseconds, or
 // (0, nil) when it is no longer live (expired or released). It makes one
 // attempt, a read-only script of one round trip; a Redis error is returned
 // as it is, a reply the script never gives as [ErrUnexpectedReply]. A nil
 // Permit returns [ErrLockNotHeld].
-func (p *Permit) TTL(ctx context.Context) (time.Duration, error) {
-	if p == nil {
-		return 0, ErrLockNotHeld
-	}
-	if err := checkCall(ctx, p.client); err != nil {
-		return 0, err
-	}
-	reply, err := semTTLScript.RunRO(ctx, p.client, p.keys[:1], p.tokenArg).Result()
-	if err != nil {
-		return 0, err
-	}
-	ms, ok := reply.(int64)
-	if !ok || ms < 0 {
-		return 0, fmt.Errorf("%w: ttl of permit of %q: %#v", ErrUnexpectedReply, p.keys[0], reply)
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}
+func (p *Permit) TTL(ctx context.Context) (time.Duration, error) { return (*handle)(p).ttl(ctx) }
 
 // Refresh extends the permit to expire ttl from now, when it is still
 // live; otherwise it changes nothing and returns [ErrNotObtained] at once
@@ -384,34 +282,7 @@ func (p *Permit) TTL(ctx context.Context) (time.Duration, error) {
 // context, [ErrInvalidTTL] before anything is sent, and the lease that
 // [Permit.KeepAlive] follows. Only opt.RetryStrategy is used.
 func (p *Permit) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
-	if p == nil {
-		return ErrNotObtained
-	}
-	if err := checkCall(ctx, p.client); err != nil {
-		return err
-	}
-	ms, err := ttlMillis(ttl)
-	if err != nil {
-		return err
-	}
-	leaseTTL := time.Duration(ms) * time.Millisecond
-	ctx, start := p.obs.refreshStart(ctx, ttl, false)
-	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
-		sent := time.Now()
-		p.lease.Sending(sent, leaseTTL)
-		ok, err := semRefreshScript.Run(ctx, p.client, p.keys, p.tokenArg, ms).Int64()
-		switch {
-		case err != nil:
-			return false, err
-		case ok != 1:
-			p.lease.Lost(sent)
-			return true, ErrNotObtained
-		}
-		p.lease.Renewed(sent, leaseTTL)
-		return true, nil
-	})
-	p.obs.refreshed(ctx, start, ttl, false, err)
-	return err
+	return (*handle)(p).refresh(ctx, ttl, opt)
 }
 
 // Release gives the permit back, in one script, O(log n). A permit
@@ -426,48 +297,7 @@ func (p *Permit) Refresh(ctx context.Context, ttl time.Duration, opt *Options) e
 // but without its cancellation, bounded by a timeout of its own of 5
 // seconds. It makes one attempt; a Redis error is returned as it is, and
 // the permit then expires by its TTL.
-func (p *Permit) Release(ctx context.Context) error {
-	if p == nil {
-		return ErrLockNotHeld
-	}
-	if err := checkCall(ctx, p.client); err != nil {
-		return err
-	}
-	p.lease.Released()
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-	}
-	ctx, start := p.obs.releaseStart(ctx)
-	ours, handed, err := p.runRelease(ctx)
-	if err == nil && ours != 1 {
-		err = ErrLockNotHeld
-	}
-	p.obs.released(ctx, start, int(handed), err)
-	return err
-}
-
-// runRelease runs semaphore_release.lua for p, handing its slot over when
-// p was acquired with WaitForRelease. It returns 1 when the permit was
-// live, and how many slots went to waiters.
-func (p *Permit) runRelease(ctx context.Context) (ours, handed int64, err error) {
-	if !p.handover {
-		ours, err = semReleaseScript.Run(ctx, p.client, p.keys, p.tokenArg).Int64()
-		return ours, 0, err
-	}
-	c, _ := handoff.Companions(p.keys[:1]) // the key was checked to have them
-	keys := [4]string{p.keys[0], p.keys[1], c[1], c[2]}
-	r, err := semReleaseScript.Run(ctx, p.client, keys[:], p.tokenArg, handoff.ReservationArg).Int64()
-	if err != nil {
-		return 0, 0, err
-	}
-	// handed * 2 + ours (semaphore_release.lua).
-	if r < 0 {
-		return 0, 0, fmt.Errorf("%w: release of permit of %q: %v", ErrUnexpectedReply, p.keys[0], r)
-	}
-	return r % 2, r / 2, nil
-}
+func (p *Permit) Release(ctx context.Context) error { return (*handle)(p).release(ctx) }
 
 // KeepAlive starts refreshing the permit to ttl in the background, so that
 // it stays held while the work it protects runs. It is [Lock.KeepAlive]
@@ -476,24 +306,41 @@ func (p *Permit) runRelease(ctx context.Context) (ours, handed int64, err error)
 // matching [ErrLockLost] and [ErrNotObtained]). Stop it with
 // [KeepAlive.Stop], or with [Permit.Release], which stops it first.
 func (p *Permit) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
-	if p == nil {
-		return nil, ErrLockNotHeld
-	}
-	if p.client == nil {
-		return nil, ErrNilClient
-	}
-	ms, err := ttlMillis(ttl)
-	if err != nil {
-		return nil, err
-	}
-	return keepLeaseReporting(&p.lease, time.Duration(ms)*time.Millisecond, opt, p.obs.hookedRefresh(ttl, func(ctx context.Context) error {
-		ok, err := semRefreshScript.Run(ctx, p.client, p.keys, p.tokenArg, ms).Int64()
-		switch {
-		case err != nil:
-			return err
-		case ok != 1:
-			return lease.ErrNotHeld
+	return (*handle)(p).keepAlive(ttl, opt)
+}
+
+// permitKind is the kind of a Permit: its token in the semaphore's sorted
+// set, and its fence token and metadata in the companion hash.
+type permitKind struct{}
+
+func (permitKind) public(h *handle) Handle { return (*Permit)(h) }
+
+func (permitKind) refreshCall(h *handle, ms int64) call {
+	return call{op: opRefresh, script: semRefreshScript, keys: h.keys, args: []any{h.tokenArg, ms}}
+}
+
+func (permitKind) ttlCall(h *handle) call {
+	return call{op: opTTL, script: semTTLScript, keys: h.keys[:1], args: []any{h.tokenArg}, ro: true}
+}
+
+// release runs semaphore_release.lua, handing the slot over when the
+// permit was acquired with WaitForRelease.
+func (permitKind) release(ctx context.Context, h *handle) (bool, int, error) {
+	c := call{op: opRelease, script: semReleaseScript, keys: h.keys, args: []any{h.tokenArg}}
+	if h.wait != nil {
+		// The key's queue and wake-up list (the key was checked to have
+		// them).
+		q := h.wait.companions
+		if q == nil {
+			q, _ = handoff.Companions(h.keys[:1])
 		}
-		return nil
-	}), p.obs.ended())
+		c.keys = []string{h.keys[0], h.keys[1], q[1], q[2]}
+		c.args = append(c.args, handoff.ReservationArg)
+	}
+	r, err := h.be.run(ctx, h, c)
+	if err == nil && r < 0 {
+		err = unexpectedReply(opRelease, h.keys[:1], r)
+	}
+	// handed * 2 + ours (semaphore_release.lua).
+	return r%2 == 1, int(r / 2), err
 }

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/handoff"
-	"github.com/redislock/redislock/internal/script"
 )
 
 // WaitForRelease returns a strategy that waits for the lock to be released
@@ -115,77 +113,13 @@ func planOf(s RetryStrategy) (waitPlan, bool) {
 	return waitPlan{}, false
 }
 
-// obtainWaiting is ObtainMulti's wait for [WaitForRelease]: lock has its
-// keys, token and TTL; scriptKeys and args are the obtain script's, and
-// pollArgs those of a plain attempt that reads the holder's expiry. On
-// success the lock has its fence token and lease start.
-func (c *Client) obtainWaiting(ctx context.Context, lock *Lock, ttl time.Duration, plan waitPlan, scriptKeys []string, args, pollArgs []any) error {
-	req := &waitRequest{plan: plan.fallback}
-	req.Request = handoff.Request{
-		Client:      c.client,
-		Keys:        lock.keys,
-		Obtain:      obtainScript,
-		CallKeys:    scriptKeys,
-		CallArgs:    args,
-		PollArgs:    pollArgs,
-		Leave:       leaveScript,
-		TTL:         ttl,
-		Backoff:     req.backoff,
-		MaxAttempts: plan.attempts,
-		Transient:   script.Transient,
-		Attempted:   lock.hookAttempted(ctx),
-		Successors:  true,
-	}
-	if len(lock.keys) == 1 {
-		req.ID, req.Registered, req.Requeue = c.requeue.take(lock.keys[0])
-	}
-	out, err := c.registry.Wait(ctx, &req.Request)
-	if out.Obtained {
-		// A lock obtained at the end of a block counts its lease from the
-		// block's start: the script ran at some point after it.
-		lock.fence, lock.handover, lock.waiting = out.Value, handOver, out.Companions
-		lock.lease.Obtained(out.Sent, ttl)
-	}
-	if err == nil {
-		// A caller that asked again at once, alone among this process's
-		// waiters for the key: its Release registers its next wait.
-		lock.again = out.Alone
-		return nil
-	}
-	return c.waitError(ctx, lock, out, err)
-}
-
-// waitRequest is the wait of one obtainWaiting call, with its fallback,
-// which starts when the wait first needs it: most waits never do.
-type waitRequest struct {
-	handoff.Request
-	plan, fallback RetryStrategy
-}
-
-func (r *waitRequest) backoff() time.Duration {
-	if r.fallback == nil {
-		r.fallback = startRetry(r.plan)
-	}
-	return r.fallback.NextBackoff()
-}
-
-// waitError is obtainWaiting's error for the wait's err (not nil), out
-// being what the wait obtained.
-func (c *Client) waitError(ctx context.Context, lock *Lock, out handoff.Outcome, err error) error {
-	return waitFailed(ctx, out, err, "obtain of", lock.keys, func(rctx context.Context) {
-		// Given back, not released by the caller: no hint for a requeue.
-		lock.requeue = nil
-		_, _, _ = lock.runRelease(rctx)
-	})
-}
-
-// waitFailed is the error of every primitive's wait that ended with err
-// (not nil), out being what the wait obtained; call and name (quoted) name
-// the call in an [ErrUnexpectedReply]. The wait's own errors become the
-// library's; any other is returned as it is. When the wait obtained at the
-// end of a block that outlasted the context (the caller has gone), release
-// gives it back, under a timeout of its own.
-func waitFailed(ctx context.Context, out handoff.Outcome, err error, call string, name any, release func(context.Context)) error {
+// waitFailed is the error of a wait that ended with err (not nil), out
+// being what the wait obtained; keys name the wait in an
+// [ErrUnexpectedReply]. The wait's own errors become the library's; any
+// other is returned as it is. When the wait obtained at the end of a
+// block that outlasted the context (the caller has gone), release gives
+// it back, under a timeout of its own.
+func waitFailed(ctx context.Context, out handoff.Outcome, err error, keys []string, release func(context.Context)) error {
 	var ended *handoff.EndedError
 	switch {
 	case errors.As(err, &ended):
@@ -198,76 +132,66 @@ func waitFailed(ctx context.Context, out handoff.Outcome, err error, call string
 	case errors.Is(err, handoff.ErrGaveUp):
 		return ErrNotObtained
 	case errors.Is(err, handoff.ErrUnexpectedReply):
-		return fmt.Errorf("%w: %s %q: %w", ErrUnexpectedReply, call, name, err)
+		return fmt.Errorf("%w: wait of %q: %w", ErrUnexpectedReply, keys, err)
 	}
 	return err
 }
 
-// handover is how a Lock's Release treats waiters.
-type handover uint8
+// waited is the waiting strategy's state in a lease that a wait of
+// WaitForRelease obtained (or that Attach made): what its release needs
+// to hand the keys over. A handle without one deletes its keys.
+type waited struct {
+	companions []string      // the keys and their companions, as the wait named them; nil: work them out
+	hint       *handoff.Hint // the Client's, told when a release hands a key over; nil: not told
+	again      bool          // the wait asked again at once, alone: the release registers the next
+	ifAllowed  bool          // attached: a user whom the ACL refuses the queues deletes instead
+}
 
-const (
-	// deleteKeys: delete.lua deletes the keys, as for a lock obtained
-	// without WaitForRelease (whose user may lack the ACL of the wait
-	// queues); waiters notice when their block ends.
-	deleteKeys handover = iota
-	// handOver: each key of ours is handed over to its next waiter when
-	// one is registered (a lock obtained with WaitForRelease).
-	handOver
-	// handOverIfAllowed: as handOver, but a user whom the server's ACL
-	// refuses the wait queues releases as deleteKeys (an attached lock,
-	// whose holder's strategy is not known).
-	handOverIfAllowed
-)
-
-// runRelease runs release.lua for l, handing its keys over as l.handover
-// says, or delete.lua where nothing is handed over (l.handover deleteKeys,
-// keys that cannot have companions, a handover the ACL refused). It
-// returns how many keys were ours, and how many of them went to a waiter.
-func (l *Lock) runRelease(ctx context.Context) (ours, handedOver int64, err error) {
-	if l.handover != deleteKeys {
-		keys, ok := l.waiting, l.waiting != nil
-		if !ok {
-			keys, ok = handoff.Companions(l.keys)
-		}
-		if ok {
-			args := []any{l.tokenArg, handoff.ReservationArg}
-			var next string
-			if l.again && l.handover == handOver && len(l.keys) == 1 && len(keys) == 3 {
-				// The loop that releases and asks again: register the next
-				// wait with this script (release.lua's ARGV[3]).
-				id := rand.Text()
-				if grants, ok := handoff.GrantList(l.keys[0], id); ok {
-					next = id
-					keys = []string{keys[0], keys[1], keys[2], grants}
-					args = append(args, next, handoff.RegistrationArg)
-				}
-			}
-			sent := time.Now()
-			v, err := releaseScript.Run(ctx, l.client, keys, args...).Result()
-			if err == nil {
-				// handed * (n + 1) + ours (release.lua).
-				if r, ok := v.(int64); ok && r >= 0 {
-					n := int64(len(l.keys)) + 1
-					ours, handed := r%n, r/n
-					if handed > 0 && len(l.keys) == 1 {
-						// Registered too when next is not "".
-						l.requeue.handedOver(&l.keys[0], next, sent)
-					}
-					return ours, handed, nil
-				}
-				return 0, 0, fmt.Errorf("%w: release of %q: %v", ErrUnexpectedReply, l.keys, v)
-			}
-			if l.handover != handOverIfAllowed || !deniedByACL(err) {
-				return 0, 0, err
-			}
-			// Refused before anything was written: a declared key is
-			// checked before the script runs, and the first command that
-			// a queue ACL lacks comes before any write of the handover.
+// release runs release.lua for a lock's keys h, handing each key of ours
+// over to its next waiter: how many keys were ours and how many went to
+// a waiter. ok is false when the keys cannot have companions in their
+// slot, or (attached) the ACL refused the handover before anything was
+// written: the caller deletes instead.
+func (w *waited) release(ctx context.Context, h *handle) (ours, handed int64, ok bool, err error) {
+	keys, ok := w.companions, w.companions != nil
+	if !ok {
+		if keys, ok = handoff.Companions(h.keys); !ok {
+			return 0, 0, false, nil
 		}
 	}
-	ours, err = deleteScript.Run(ctx, l.client, l.keys, l.tokenArg).Int64()
-	return ours, 0, err
+	args := []any{h.tokenArg, handoff.ReservationArg}
+	var next string
+	if w.again && !w.ifAllowed && len(h.keys) == 1 && len(keys) == 3 {
+		// The loop that releases and asks again: register the next wait
+		// with this script (release.lua's ARGV[3]).
+		id := rand.Text()
+		if grants, ok := handoff.GrantList(h.keys[0], id); ok {
+			next = id
+			keys = []string{keys[0], keys[1], keys[2], grants}
+			args = append(args, next, handoff.RegistrationArg)
+		}
+	}
+	sent := time.Now()
+	r, err := h.be.run(ctx, h, call{op: opRelease, script: releaseScript, keys: keys, args: args})
+	switch {
+	case err != nil && w.ifAllowed && deniedByACL(err):
+		// Refused before anything was written: a declared key is checked
+		// before the script runs, and the first command that a queue ACL
+		// lacks comes before any write of the handover.
+		return 0, 0, false, nil
+	case err != nil:
+		return 0, 0, true, err
+	case r < 0:
+		return 0, 0, true, unexpectedReply(opRelease, h.keys, r)
+	}
+	// handed * (n + 1) + ours (release.lua).
+	n := int64(len(h.keys)) + 1
+	ours, handed = r%n, r/n
+	if handed > 0 && len(h.keys) == 1 {
+		// Registered too when next is not "".
+		w.hint.HandedOver(&h.keys[0], next, sent)
+	}
+	return ours, handed, true, nil
 }
 
 // deniedByACL reports whether err is the server refusing a key or a
@@ -281,67 +205,4 @@ func deniedByACL(err error) bool {
 	}
 	msg := reply.Error()
 	return strings.Contains(msg, "NOPERM") || strings.Contains(msg, "can't run this command") || strings.Contains(msg, "no permissions")
-}
-
-// requeueHint is a Client's record of the key that its last release handed
-// over to a waiter of [WaitForRelease]. An Obtain of that key with
-// WaitForRelease through the Client soon after (the loop that releases a
-// lock and asks for it again) sends its first attempt with its first block
-// in one round trip, instead of failing first (internal/handoff's
-// Request.Requeue): the key is most likely held or reserved by then. When
-// that release also registered the Client's next wait (a Lock that was
-// itself obtained so, see Lock.again), the Obtain blocks at once, under
-// that registration (Request.Registered). Locks of one key only.
-type requeueHint struct {
-	last atomic.Pointer[requeueRecord] // nil when taken
-}
-
-// requeueRecord is one handover of a requeueHint.
-type requeueRecord struct {
-	key *string   // the key, in the Lock that released it
-	id  string    // the waiter id its release registered, "" for none
-	at  time.Time // before the release was sent
-}
-
-const (
-	// requeueWithin is how long after the handover a hint holds: an
-	// Obtain later than that starts as any other.
-	requeueWithin = time.Second
-	// registeredWithin is how long after the handover an Obtain blocks at
-	// once under the registration of the release: half a reservation
-	// (handoff.ReservationArg), the longest a grant for that waiter
-	// stays on the wake-up list before it blocks. A later Obtain requeues
-	// under the same id, and its first attempt renews the registration
-	// and finds a key that came free meanwhile.
-	registeredWithin = 50 * time.Millisecond
-)
-
-// handedOver records that the lock of key, a key of the Lock that
-// released it, was handed over by a release sent at at, which registered
-// the waiter id (or "" for none). h may be nil.
-func (h *requeueHint) handedOver(key *string, id string, at time.Time) {
-	if h == nil {
-		return
-	}
-	h.last.Store(&requeueRecord{key: key, id: id, at: at})
-}
-
-// take returns how an Obtain of key starts: with the waiter id that the
-// hint's release registered ("" for a new one), the time of that
-// registration when the Obtain may block at once under it (zero
-// otherwise), and whether it requeues. It forgets the hint: one Obtain
-// uses it.
-func (h *requeueHint) take(key string) (id string, registered time.Time, requeue bool) {
-	r := h.last.Load()
-	if r == nil || *r.key != key {
-		return "", time.Time{}, false
-	}
-	age := time.Since(r.at)
-	if age >= requeueWithin || !h.last.CompareAndSwap(r, nil) {
-		return "", time.Time{}, false
-	}
-	if r.id != "" && age < registeredWithin {
-		return r.id, r.at, false
-	}
-	return r.id, time.Time{}, true
 }

@@ -1,4 +1,4 @@
-package redislock
+package value
 
 import (
 	"fmt"
@@ -34,9 +34,9 @@ func TestParseValue(t *testing.T) {
 		{"3:abc:/0a1b2c3d:m", "", 0, "", false},       // tag without token
 	}
 	for _, tt := range tests {
-		token, fence, metadata, ok := parseValue(tt.value)
+		token, fence, metadata, ok := Parse(tt.value)
 		if token != tt.token || fence != tt.fence || metadata != tt.metadata || ok != tt.ok {
-			t.Errorf("parseValue(%q) = %q, %d, %q, %v; want %q, %d, %q, %v",
+			t.Errorf("Parse(%q) = %q, %d, %q, %v; want %q, %d, %q, %v",
 				tt.value, token, fence, metadata, ok, tt.token, tt.fence, tt.metadata, tt.ok)
 		}
 	}
@@ -52,18 +52,18 @@ func FuzzParseValue(f *testing.F) {
 	f.Add("22:AAAAAAAAAAAAAAAAAAAAAA:0:")
 	f.Add("bsm-value")
 	f.Fuzz(func(t *testing.T, value string) {
-		token, fence, metadata, ok := parseValue(value)
+		token, fence, metadata, ok := Parse(value)
 		if !ok {
 			if token != "" || fence != 0 || metadata != "" {
-				t.Fatalf("parseValue(%q) failed but returned %q, %d, %q", value, token, fence, metadata)
+				t.Fatalf("Parse(%q) failed but returned %q, %d, %q", value, token, fence, metadata)
 			}
 			return
 		}
 		// Whatever parses describes the value: formatting it again and
 		// parsing that gives the same fields.
-		t2, f2, m2, ok2 := parseValue(formatValue(token, fence, metadata))
+		t2, f2, m2, ok2 := Parse(formatValue(token, fence, metadata))
 		if !ok2 || t2 != token || f2 != fence || m2 != metadata {
-			t.Fatalf("parseValue(%q) = %q, %d, %q; its format does not parse back: %q, %d, %q, %v", value, token, fence, metadata, t2, f2, m2, ok2)
+			t.Fatalf("Parse(%q) = %q, %d, %q; its format does not parse back: %q, %d, %q, %v", value, token, fence, metadata, t2, f2, m2, ok2)
 		}
 	})
 }
@@ -76,9 +76,9 @@ func FuzzParseValueRoundTrip(f *testing.F) {
 			return
 		}
 		value := formatValue(token, fence, metadata)
-		gotToken, gotFence, gotMetadata, ok := parseValue(value)
+		gotToken, gotFence, gotMetadata, ok := Parse(value)
 		if !ok || gotToken != token || gotFence != fence || gotMetadata != metadata {
-			t.Fatalf("parseValue(%q) = %q, %d, %q, %v; want %q, %d, %q", value, gotToken, gotFence, gotMetadata, ok, token, fence, metadata)
+			t.Fatalf("Parse(%q) = %q, %d, %q, %v; want %q, %d, %q", value, gotToken, gotFence, gotMetadata, ok, token, fence, metadata)
 		}
 	})
 }

@@ -1,0 +1,179 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock/internal/native"
+	"github.com/redislock/redislock/internal/script"
+	"github.com/redislock/redislock/internal/value"
+)
+
+// A backend sends the commands of a lease: the seam where one Redis
+// deployment, a quorum of independent masters or a batching session
+// plugs in. The handle and the primitives build calls; the backend runs
+// them and gives one reply, combining servers' replies where it has
+// several (see docs/ARCHITECTURE.md).
+type backend interface {
+	// run runs c for the lease h and returns its integer reply; a reply
+	// that is not an integer is an [ErrUnexpectedReply].
+	run(ctx context.Context, h *handle, c call) (int64, error)
+	// redis returns the one go-redis client behind the backend, for what
+	// needs a connection of its own (blocking waits, WAIT, Observe), or
+	// nil when there is none.
+	redis() RedisClient
+}
+
+// op is what a call does, for the backends that combine several
+// servers' replies, and for error messages.
+type op uint8
+
+const (
+	opObtain op = iota + 1
+	opRefresh
+	opRelease
+	opTTL
+)
+
+func (o op) String() string {
+	switch o {
+	case opObtain:
+		return "obtain"
+	case opRefresh:
+		return "refresh"
+	case opRelease:
+		return "release"
+	}
+	return "ttl"
+}
+
+// A call is one script run on a lease's keys, with an integer reply.
+type call struct {
+	op     op
+	script *script.Script
+	keys   []string
+	args   []any
+	ro     bool // it writes nothing: EVALSHA_RO where the server has it
+
+	// compare: the call compares one key's lock value (refresh.lua with
+	// ms, delete.lua), which a server may do natively (native.go). plain:
+	// the first obtain attempt of one free key with a generated token,
+	// which may be a plain SET NX.
+	compare bool
+	plain   bool
+	ms      int64
+}
+
+// single is the backend of one Redis deployment (a node, Sentinel, a
+// Cluster, a Ring) through one go-redis client: a Client's.
+type single struct {
+	client RedisClient
+	do     native.Doer      // client's plain commands; nil when it has none
+	server *native.Commands // what the server offers besides scripts; nil: scripts only
+
+	// setHeld: the last plain obtain attempt found its key held, so that
+	// the next runs the script, whose integer reply go-redis allocates
+	// far less for than SET's nil.
+	setHeld atomic.Bool
+}
+
+// init makes s the backend of client; natives: it may use the server's
+// native commands (a Client from New).
+func (s *single) init(client RedisClient, natives bool) {
+	s.client = client
+	s.do, _ = client.(native.Doer)
+	if natives {
+		s.server = new(native.Commands)
+	}
+}
+
+func (s *single) redis() RedisClient { return s.client }
+
+func (s *single) run(ctx context.Context, h *handle, c call) (int64, error) {
+	switch {
+	case c.compare && s.server != nil && s.do != nil && len(c.keys) == 1:
+		if n, ok, err := s.compare(ctx, h, c); ok {
+			return n, err
+		}
+	case c.plain && s.server != nil && s.do != nil:
+		return s.setNX(ctx, h, c)
+	}
+	var cmd *redis.Cmd
+	if c.ro {
+		cmd = c.script.RunRO(ctx, s.client, c.keys, c.args...)
+	} else {
+		cmd = c.script.Run(ctx, s.client, c.keys, c.args...)
+	}
+	v, err := cmd.Result()
+	if err != nil {
+		return 0, err
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return 0, unexpectedReply(c.op, h.keys, v)
+	}
+	return n, nil
+}
+
+// setNX is the first obtain attempt of one unfenced key with a generated
+// token, unless the last such attempt found its key held: SET key value
+// NX PX ttl, value being what obtain.lua writes. Its reply is obtain.lua's:
+// 0 obtained, obtainHeld not.
+func (s *single) setNX(ctx context.Context, h *handle, c call) (n int64, err error) {
+	held := s.setHeld.Load()
+	if held {
+		c.plain = false
+		n, err = s.run(ctx, h, c)
+	} else {
+		err = s.do.Do(ctx, "set", c.keys[0], h.args.valueArg(h.metadata), "nx", "px", &h.args.ttl).Err()
+		if errors.Is(err, redis.Nil) {
+			n, err = obtainHeld, nil
+		}
+	}
+	if err == nil && (n == obtainHeld) != held {
+		s.setHeld.Store(!held)
+	}
+	return n, err
+}
+
+// compare runs a refresh or a delete of one key as a native compare on
+// the lock's value where the server has one; ok is false when the script
+// must run instead (no such command, or the server refused it).
+func (s *single) compare(ctx context.Context, h *handle, c call) (n int64, ok bool, err error) {
+	has := s.server.Get(ctx, s.do)
+	var v native.Value
+	var next native.Value
+	switch {
+	case c.op == opRefresh && has&native.SetIfEq != 0:
+		v = h.lockValue()
+		n, next, err = native.Refresh(ctx, s.do, c.keys[0], v, h.token, c.ms)
+	case c.op == opRelease && has&(native.DelIfEq|native.DelEx) != 0:
+		v = h.lockValue()
+		n, next, _, err = native.Delete(ctx, s.do, has, c.keys[0], v, h.token)
+	default:
+		return 0, false, nil
+	}
+	if errors.Is(err, native.ErrRefused) {
+		s.server.Off()
+		return 0, false, nil
+	}
+	if next != v {
+		learnt := next
+		h.matched.Store(&learnt)
+	}
+	return n, true, err
+}
+
+// lockValue returns the value the handle's obtain wrote in its keys, as
+// native compares need it: "<#token>:<token>:<fence>:<metadata>"
+// (lib.lua), built once; unknown for a handle from Attach until read.
+func (h *handle) lockValue() native.Value {
+	if v := h.matched.Load(); v != nil {
+		return *v
+	}
+	v := native.Value{V: value.Format(h.token, h.fence, string(h.args.fence.b), h.metadata), Known: true}
+	h.matched.Store(&v)
+	return v
+}

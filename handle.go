@@ -1,0 +1,224 @@
+package redislock
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redislock/redislock/internal/lease"
+	"github.com/redislock/redislock/internal/native"
+)
+
+// releaseTimeout bounds a Release whose context had already ended.
+const releaseTimeout = 5 * time.Second
+
+// handle is what every held lease is: a [Lock], a [Permit], a [ReadLock],
+// a [WriteLock], the lock of a [Leadership]. It has keys, a token, a
+// fence token and a lease clock; it refreshes, releases and is kept alive
+// the same way whatever its primitive, which supplies only what differs
+// as its kind (its scripts and replies). Its commands go through its
+// backend; its hooks observe each operation at its edges (observe.go).
+//
+// The public types are thin names over it (type Lock handle, …), so a nil
+// *Lock is a nil *handle: every method accepts one.
+type handle struct {
+	be       backend      // where its commands go (backend.go); nil: ErrNilClient
+	kind     kind         // what its primitive does differently
+	keys     []string     // the keys its scripts take
+	token    string       // set when the handle is shared (see setToken)
+	tokenArg any          // the token, boxed once for every script call
+	metadata string       // as obtained
+	fence    int64        // as obtained
+	obs      *observation // its hooks, nil without (observe.go)
+	wait     *waited      // how its release hands over; nil: it deletes (waitforrelease.go)
+	args     obtainArgs   // the obtain's generated token, TTL and fence tag (token.go)
+	keyBuf   [3]string    // keys' storage: one key (or a semaphore's two), a fence key
+	argBuf   [5]any       // the obtain script's arguments' storage, written before the handle is shared
+
+	// matched is the value a native compare last matched (backend.go),
+	// for the kinds whose keys hold a lock's value.
+	matched atomic.Pointer[native.Value]
+
+	// lease is the one record of the keys' expiry: set by the obtain,
+	// renewed by Refresh and the keep-alive, ended by Release. Not known
+	// for a handle from Attach until a Refresh succeeds.
+	lease lease.Lease
+}
+
+// A kind is what a primitive gives the handle: its scripts and how to
+// read their replies. Its methods build calls; the backend runs them.
+type kind interface {
+	// refreshCall extends the lease to ms; reply 1 held and extended, 0
+	// gone, -1 held by another token (nothing changed unless 1).
+	refreshCall(h *handle, ms int64) call
+	// ttlCall reads the time left in ms, 0 when not held.
+	ttlCall(h *handle) call
+	// release releases the lease once: whether it was held, and how many
+	// keys went to waiters.
+	release(ctx context.Context, h *handle) (held bool, handed int, err error)
+	// public returns h as its primitive's handle type, for hooks.
+	public(h *handle) Handle
+}
+
+// setToken makes the token the handle generated (in h.args) its token,
+// once: a handle that nobody sees until it is returned gets its token as
+// a string at the end.
+func (h *handle) setToken() {
+	if h.token == "" {
+		h.token = string(h.args.token.b)
+	}
+}
+
+func (h *handle) key() string {
+	if h == nil || len(h.keys) == 0 {
+		return ""
+	}
+	return h.keys[0]
+}
+
+func (h *handle) tok() string {
+	if h == nil {
+		return ""
+	}
+	return h.token
+}
+
+func (h *handle) meta() string {
+	if h == nil {
+		return ""
+	}
+	return h.metadata
+}
+
+func (h *handle) fenceToken() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.fence
+}
+
+// check rejects a nil or zero handle and a nil context.
+func (h *handle) check(ctx context.Context) error {
+	switch {
+	case ctx == nil:
+		return ErrNilContext
+	case h.be == nil:
+		return ErrNilClient
+	}
+	return nil
+}
+
+// ttl is every handle's TTL: one read of the time left.
+func (h *handle) ttl(ctx context.Context) (time.Duration, error) {
+	if h == nil {
+		return 0, ErrLockNotHeld
+	}
+	if err := h.check(ctx); err != nil {
+		return 0, err
+	}
+	ms, err := h.be.run(ctx, h, h.kind.ttlCall(h))
+	if err != nil {
+		return 0, err
+	}
+	if ms < 0 {
+		return 0, unexpectedReply(opTTL, h.keys, ms)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// refresh is every handle's Refresh: the retry loop around one refresh
+// call, each outcome recorded in the lease.
+func (h *handle) refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
+	if h == nil {
+		return ErrNotObtained
+	}
+	if err := h.check(ctx); err != nil {
+		return err
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return err
+	}
+	leaseTTL := time.Duration(ms) * time.Millisecond
+	ctx, start := h.obs.refreshStart(ctx, ttl, false)
+	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
+		sent := time.Now()
+		h.lease.Sending(sent, leaseTTL)
+		ok, err := h.be.run(ctx, h, h.kind.refreshCall(h, ms))
+		switch {
+		case err != nil:
+			return false, err
+		case ok != 1:
+			h.lease.Lost(sent)
+			return true, ErrNotObtained
+		}
+		h.lease.Renewed(sent, leaseTTL)
+		return true, nil
+	})
+	h.obs.refreshed(ctx, start, ttl, false, err)
+	return err
+}
+
+// release is every handle's Release: the keep-alive stopped first, then
+// one release, bounded by a timeout of its own when ctx has ended.
+func (h *handle) release(ctx context.Context) error {
+	if h == nil {
+		return ErrLockNotHeld
+	}
+	if err := h.check(ctx); err != nil {
+		return err
+	}
+	h.lease.Released()
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+	}
+	ctx, start := h.obs.releaseStart(ctx)
+	held, handed, err := h.kind.release(ctx, h)
+	if err == nil && !held {
+		err = ErrLockNotHeld
+	}
+	h.obs.released(ctx, start, handed, err)
+	return err
+}
+
+// discard releases h as a clean-up (a Campaign that gave up), which the
+// hooks do not see as a release; its error is ignored.
+func (h *handle) discard(ctx context.Context) {
+	h.obs = nil
+	_ = h.release(ctx)
+}
+
+// keepAlive is every handle's KeepAlive.
+func (h *handle) keepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
+	if h == nil {
+		return nil, ErrLockNotHeld
+	}
+	if h.be == nil {
+		return nil, ErrNilClient
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return nil, err
+	}
+	refresh := func(ctx context.Context) error {
+		ok, err := h.be.run(ctx, h, h.kind.refreshCall(h, ms))
+		switch {
+		case err != nil:
+			return err
+		case ok == -1:
+			return errTaken
+		case ok != 1:
+			return lease.ErrNotHeld
+		}
+		return nil
+	}
+	return keepLease(&h.lease, time.Duration(ms)*time.Millisecond, opt, h.obs.hookedRefresh(ttl, refresh), h.obs.ended())
+}
+
+// unexpectedReply is the error of a reply that a script never gives.
+func unexpectedReply(o op, keys []string, reply any) error {
+	return fmt.Errorf("%w: %s of %q: %#v", ErrUnexpectedReply, o, keys, reply)
+}

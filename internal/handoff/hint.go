@@ -1,0 +1,69 @@
+package handoff
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Hint is a client's record of the key that its last release handed over
+// to a waiter. A wait for that key through the client soon after (the
+// loop that releases a lock and asks for it again) sends its first
+// attempt with its first block in one round trip, instead of failing
+// first ([Request.Requeue]): the key is most likely held or reserved by
+// then. When that release also registered the client's next wait (a lock
+// that was itself obtained so), the wait blocks at once, under that
+// registration ([Request.Registered]). Locks of one key only. The zero
+// value has no record; it is safe for concurrent use.
+type Hint struct {
+	last atomic.Pointer[requeueRecord] // nil when taken
+}
+
+// requeueRecord is one handover of a Hint.
+type requeueRecord struct {
+	key *string   // the key, in the Lock that released it
+	id  string    // the waiter id its release registered, "" for none
+	at  time.Time // before the release was sent
+}
+
+const (
+	// requeueWithin is how long after the handover a hint holds: an
+	// Obtain later than that starts as any other.
+	requeueWithin = time.Second
+	// registeredWithin is how long after the handover an Obtain blocks at
+	// once under the registration of the release: half a reservation
+	// (ReservationArg), the longest a grant for that waiter
+	// stays on the wake-up list before it blocks. A later Obtain requeues
+	// under the same id, and its first attempt renews the registration
+	// and finds a key that came free meanwhile.
+	registeredWithin = 50 * time.Millisecond
+)
+
+// HandedOver records that the lock of key, a key of the lock that
+// released it, was handed over by a release sent at at, which registered
+// the waiter id (or "" for none). h may be nil.
+func (h *Hint) HandedOver(key *string, id string, at time.Time) {
+	if h == nil {
+		return
+	}
+	h.last.Store(&requeueRecord{key: key, id: id, at: at})
+}
+
+// Take returns how a wait for key starts: with the waiter id that the
+// hint's release registered ([Request.ID], "" for a new one), the time of
+// that registration when the wait may block at once under it
+// ([Request.Registered], zero otherwise), and whether it requeues
+// ([Request.Requeue]). It forgets the hint: one wait uses it.
+func (h *Hint) Take(key string) (id string, registered time.Time, requeue bool) {
+	r := h.last.Load()
+	if r == nil || *r.key != key {
+		return "", time.Time{}, false
+	}
+	age := time.Since(r.at)
+	if age >= requeueWithin || !h.last.CompareAndSwap(r, nil) {
+		return "", time.Time{}, false
+	}
+	if r.id != "" && age < registeredWithin {
+		return r.id, r.at, false
+	}
+	return r.id, time.Time{}, true
+}

@@ -1,0 +1,191 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Leadership is a campaigner's leadership of an election, from
+// [Election.Campaign]. Its keep-alive, started by Campaign, refreshes the
+// election key in a goroutine of its own (see [KeepAlive]) and signals the
+// loss of the leadership before another campaigner can be elected, as long
+// as the clocks behave (see [KeepAliveOptions.Margin]): [Leadership.Done]
+// is closed and [Leadership.Context] cancelled. [Leadership.Resign] stops
+// it. Pass [Leadership.Term] to the resources the leader writes: they
+// refuse writes with a lower term than the highest they have seen, which
+// makes a deposed leader harmless.
+//
+// Its methods are safe for concurrent use and accept a nil *Leadership (it
+// behaves as one that has ended).
+type Leadership struct {
+	election  *Election
+	lock      *Lock
+	keepAlive *KeepAlive
+
+	mu       sync.Mutex // serialises Proclaim and Resign
+	value    string
+	resigned bool // a Resign ended the leadership
+}
+
+// Term returns the leadership's term: the fence token of its election key,
+// greater than the term of every earlier leadership of the election (0 for
+// a nil Leadership).
+func (l *Leadership) Term() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.lock.FenceToken()
+}
+
+// Value returns the value the leader was elected with, or the last one
+// proclaimed ("" for a nil Leadership).
+func (l *Leadership) Value() string {
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.value
+}
+
+// Token returns the token of the leadership's lock on the election key
+// ("" for a nil Leadership).
+func (l *Leadership) Token() string {
+	if l == nil {
+		return ""
+	}
+	return l.lock.Token()
+}
+
+// Done returns a channel that is closed when the leadership ends: lost, or
+// resigned. [Leadership.Err] then says which. A nil Leadership returns a
+// closed channel.
+func (l *Leadership) Done() <-chan struct{} {
+	if l == nil {
+		return (*KeepAlive)(nil).Done()
+	}
+	return l.keepAlive.Done()
+}
+
+// Err returns nil while the leadership lasts; once Done is closed, an error
+// matching [ErrLockLost] when it was lost (see [KeepAlive] for the causes it
+// also matches), or [ErrKeepAliveStopped] after [Leadership.Resign]. A nil
+// Leadership returns ErrKeepAliveStopped.
+func (l *Leadership) Err() error {
+	if l == nil {
+		return ErrKeepAliveStopped
+	}
+	return l.keepAlive.Err()
+}
+
+// Context returns a context derived from parent that is cancelled when the
+// leadership ends, with [Leadership.Err] as its cause: an error matching
+// [ErrLockLost] when it is lost (before another campaigner can be elected,
+// while the clocks behave), [ErrKeepAliveStopped] after Resign. Call the
+// CancelFunc when done; parent must not be nil.
+func (l *Leadership) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	if l == nil {
+		return (*KeepAlive)(nil).Context(parent)
+	}
+	return l.keepAlive.Context(parent)
+}
+
+// ValidUntil returns the time until which the leadership is certainly held
+// (see [KeepAlive.ValidUntil]); the zero Time for a nil Leadership.
+func (l *Leadership) ValidUntil() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
+	return l.keepAlive.ValidUntil()
+}
+
+// Proclaim changes the leader's value to value, keeping its term, and tells
+// the observers ([Election.Observe]), in one script call that blocks for a
+// round trip. It succeeds only while the caller still leads: when the
+// leadership has ended it returns [ErrNotLeader] (matching [ErrLockLost]
+// too when it was lost), sending nothing if that was known; when Redis
+// finds the key gone or taken, the leadership is marked lost (Done is
+// closed). A Redis error is returned as it is; the value may then have
+// changed on Redis or not ([Leadership.Value] keeps the old one). Proclaim
+// calls of one Leadership run one at a time. Bad input: [ErrNilContext].
+func (l *Leadership) Proclaim(ctx context.Context, value string) error {
+	if l == nil {
+		return ErrNotLeader
+	}
+	if err := checkCall(ctx, l.election.client.client); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.resigned {
+		return fmt.Errorf("%w: it resigned", ErrNotLeader)
+	}
+	if err := l.keepAlive.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
+	}
+	if !time.Now().Before(l.keepAlive.ValidUntil()) {
+		return fmt.Errorf("%w: %w: its lease ran out", ErrNotLeader, ErrLockLost)
+	}
+	e := l.election
+	sent := time.Now()
+	reply, err := electionProclaimScript.Run(ctx, e.client.client, []string{e.name, e.channel}, l.lock.tokenArg, value, e.publishFlag()).Int64Slice()
+	if err != nil {
+		return err
+	}
+	if len(reply) == 0 || reply[0] != 1 {
+		l.lock.lease.Lost(sent)
+		return fmt.Errorf("%w: %w: the election key is gone or held by another", ErrNotLeader, ErrLockLost)
+	}
+	l.value = value
+	return nil
+}
+
+// Resign ends the leadership: it stops the keep-alive (Done is closed, Err
+// is [ErrKeepAliveStopped], the contexts of [Leadership.Context] are
+// cancelled) before it sends anything, then releases the election key in
+// one script call, which hands it at once to the longest-waiting campaigner,
+// or deletes it when none waits; then it tells the observers with one more
+// script call (whose failure is ignored: observers re-read within a second).
+// The leadership has ended whatever the outcome: a Resign that fails does
+// not make it lead again.
+//
+// It returns nil once the key is released, and on every later call. It
+// returns [ErrLockNotHeld] when the leadership had been lost before (the key
+// expired or was taken); later calls return nil. A Redis error is returned
+// as it is; the key then expires after its TTL, unless a later Resign
+// releases it. When ctx has already ended, Resign still runs, bounded by a
+// timeout of its own of 5 seconds, as [Lock.Release] does.
+func (l *Leadership) Resign(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	if ctx == nil {
+		return ErrNilContext
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.resigned {
+		return nil
+	}
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+	}
+	err := l.lock.Release(ctx)
+	switch {
+	case errors.Is(err, ErrLockNotHeld):
+		l.resigned = true
+		return err
+	case err != nil:
+		return err
+	}
+	l.resigned = true
+	e := l.election
+	_ = electionResignedScript.Run(ctx, e.client.client, []string{e.channel}, strconv.FormatInt(l.Term(), 10), e.publishFlag()).Err()
+	return nil
+}

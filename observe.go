@@ -1,0 +1,307 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/redislock/redislock/internal/lease"
+)
+
+// observation is what a handle with hooks records for them: a Lock, a
+// Permit, a read or write hold, a leadership. A handle without hooks has
+// none (a nil pointer), so its hot path checks one pointer; every method
+// of observation accepts a nil receiver and then does nothing.
+type observation struct {
+	hooks  []Hook
+	kind   Kind
+	keys   []string // the events' Keys
+	lock   *Lock    // the events' Lock: the handle, for KindLock only, once the obtain returned it
+	handle Handle   // the events' Handle, once the obtain returned it
+	ttl    time.Duration
+	start  time.Time // the obtain call's start, then the handle's obtain
+
+	// Written by the obtain call's goroutine only, before it returns.
+	attempts   int
+	blocked    bool // some attempt followed a block on Redis
+	nextBlock  bool // the next attempt follows a block
+	nextGrant  bool // that block moved a grant
+	handedOver bool // obtained with a grant
+	done       bool // ObtainDone was reported
+
+	holding atomic.Bool // obtained, and its hold not yet ended
+	keyBuf  [1]string   // keys' storage for the primitives' one name
+}
+
+// observe returns the observation of an obtain call of kind for ttl,
+// for the Client's hooks, or nil when it has none. Its events name keys,
+// or, when name is not empty, name alone.
+func (c *Client) observe(kind Kind, name string, keys []string, ttl time.Duration) *observation {
+	list := c.hooks.Load()
+	if list == nil {
+		return nil
+	}
+	o := &observation{hooks: list.hooks, kind: kind, keys: keys, ttl: ttl}
+	if name != "" {
+		o.keyBuf[0] = name
+		o.keys = o.keyBuf[:]
+	}
+	return o
+}
+
+// obtainStart reports the start of the obtain call; it returns the
+// context for the call.
+func (o *observation) obtainStart(ctx context.Context) context.Context {
+	if o == nil {
+		return ctx
+	}
+	o.start = time.Now()
+	e := ObtainEvent{Kind: o.kind, Keys: o.keys, TTL: o.ttl}
+	for _, h := range o.hooks {
+		if next := h.ObtainStart(ctx, e); next != nil {
+			ctx = next
+		}
+	}
+	return ctx
+}
+
+// blockedNext records that the next attempt follows a block on Redis, and
+// whether that block moved a grant to the waiter.
+func (o *observation) blockedNext(granted bool) {
+	if o != nil {
+		o.nextBlock, o.nextGrant = true, granted
+	}
+}
+
+// attempt reports an attempt: obtained, or not (err nil: held by another).
+func (o *observation) attempt(ctx context.Context, obtained bool, err error) {
+	if o == nil {
+		return
+	}
+	o.attempts++
+	e := AttemptEvent{Kind: o.kind, Keys: o.keys, Attempt: o.attempts, Err: err, Blocked: o.nextBlock}
+	switch {
+	case err != nil:
+		e.Outcome = OutcomeError
+	case obtained:
+		e.Outcome = OutcomeObtained
+		e.HandedOver = o.nextGrant
+		o.handedOver = o.nextGrant
+	default:
+		e.Outcome = OutcomeNotObtained
+	}
+	o.blocked = o.blocked || o.nextBlock
+	o.nextBlock, o.nextGrant = false, false
+	for _, h := range o.hooks {
+		h.ObtainAttempt(ctx, e)
+	}
+}
+
+// obtained reports the end of the obtain call, which returns handle, or
+// err (handle is then ignored). A call that ends with [ErrNotObtained], or
+// with [ErrLockNotHeld] (a downgrade of a lost write lock), has the
+// outcome not obtained.
+func (o *observation) obtained(ctx context.Context, handle Handle, err error) {
+	if o == nil {
+		return
+	}
+	now := time.Now()
+	e := ObtainEvent{
+		Kind:     o.kind,
+		Keys:     o.keys,
+		TTL:      o.ttl,
+		Err:      err,
+		Attempts: o.attempts,
+		Wait:     WaitNone,
+		Duration: now.Sub(o.start),
+	}
+	switch {
+	case err == nil:
+		o.handle = handle
+		if o.kind == KindLock {
+			o.lock, _ = handle.(*Lock)
+		}
+		e.Lock, e.Handle, e.Outcome, e.HandedOver = o.lock, handle, OutcomeObtained, o.handedOver
+		o.start = now
+		o.holding.Store(true)
+	case errors.Is(err, ErrNotObtained), errors.Is(err, ErrLockNotHeld):
+		e.Outcome = OutcomeNotObtained
+	default:
+		e.Outcome = OutcomeError
+	}
+	switch {
+	case o.blocked:
+		e.Wait = WaitEvents
+	case o.attempts > 1:
+		e.Wait = WaitPolled
+	}
+	o.done = true
+	for _, h := range o.hooks {
+		h.ObtainDone(ctx, e)
+	}
+}
+
+// reported says whether the obtain call's end was reported (false without
+// hooks).
+func (o *observation) reported() bool { return o != nil && o.done }
+
+// releaseStart reports the start of a release; it returns the context for
+// it, and the time it started (zero without hooks).
+func (o *observation) releaseStart(ctx context.Context) (context.Context, time.Time) {
+	if o == nil {
+		return ctx, time.Time{}
+	}
+	e := ReleaseEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle}
+	for _, h := range o.hooks {
+		if next := h.ReleaseStart(ctx, e); next != nil {
+			ctx = next
+		}
+	}
+	return ctx, time.Now()
+}
+
+// released reports the end of a release that began at start, handed over
+// handedOver keys and returns err.
+func (o *observation) released(ctx context.Context, start time.Time, handedOver int, err error) {
+	if o == nil {
+		return
+	}
+	now := time.Now()
+	e := ReleaseEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, Err: err, HandedOver: handedOver, Duration: now.Sub(start)}
+	if o.holding.CompareAndSwap(true, false) {
+		e.EndsHold, e.Held = true, now.Sub(o.start)
+	}
+	for _, h := range o.hooks {
+		h.ReleaseDone(ctx, e)
+	}
+}
+
+// refreshStart reports the start of a refresh to ttl; it returns the
+// context for it, and the time it started (zero without hooks).
+func (o *observation) refreshStart(ctx context.Context, ttl time.Duration, keepAlive bool) (context.Context, time.Time) {
+	if o == nil {
+		return ctx, time.Time{}
+	}
+	e := RefreshEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, TTL: ttl, KeepAlive: keepAlive}
+	for _, h := range o.hooks {
+		if next := h.RefreshStart(ctx, e); next != nil {
+			ctx = next
+		}
+	}
+	return ctx, time.Now()
+}
+
+// refreshed reports the end of a refresh that began at start.
+func (o *observation) refreshed(ctx context.Context, start time.Time, ttl time.Duration, keepAlive bool, err error) {
+	if o == nil {
+		return
+	}
+	e := RefreshEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, TTL: ttl, KeepAlive: keepAlive, Err: err, Duration: time.Since(start)}
+	for _, h := range o.hooks {
+		h.RefreshDone(ctx, e)
+	}
+}
+
+// hookedRefresh returns refresh, one refresh of a keep-alive to ttl,
+// reporting to the hooks when there are some.
+func (o *observation) hookedRefresh(ttl time.Duration, refresh func(context.Context) error) func(context.Context) error {
+	if o == nil {
+		return refresh
+	}
+	return func(ctx context.Context) error {
+		ctx, start := o.refreshStart(ctx, ttl, true)
+		err := refresh(ctx)
+		reported := err
+		if errors.Is(err, lease.ErrNotHeld) {
+			reported = ErrNotObtained // the engine's word stays inside
+		}
+		o.refreshed(ctx, start, ttl, true, reported)
+		return err
+	}
+}
+
+// ended returns what a keep-alive calls when it ends, or nil without
+// hooks.
+func (o *observation) ended() func(lease.End, error) {
+	if o == nil {
+		return nil
+	}
+	return o.lost
+}
+
+// lost reports that a keep-alive ended as e says, with err, unless it was
+// only stopped.
+func (o *observation) lost(e lease.End, err error) {
+	if o == nil || e.Reason == lease.Stopped {
+		return
+	}
+	o.lostNow(lostReason(e), err)
+}
+
+// lostNow reports the loss of the handle for reason, with err.
+func (o *observation) lostNow(reason LostReason, err error) {
+	if o == nil {
+		return
+	}
+	ev := LostEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, Err: err, Reason: reason}
+	if o.holding.CompareAndSwap(true, false) {
+		ev.EndsHold, ev.Held = true, time.Since(o.start)
+	}
+	for _, h := range o.hooks {
+		h.Lost(ev)
+	}
+}
+
+// attempted returns what an event-driven wait ([handoff.Request]'s
+// Attempted) calls after each attempt, or nil without hooks. An attempt
+// sent with a block that obtains the handle is reported as handed over:
+// the engine does not tell a grant from a holder that expired during the
+// block.
+func (o *observation) attempted(ctx context.Context) func(obtained, blocked bool, err error) {
+	if o == nil {
+		return nil
+	}
+	return func(obtained, blocked bool, err error) {
+		if blocked {
+			o.blockedNext(obtained)
+		}
+		o.attempt(ctx, obtained, err)
+	}
+}
+
+// lostReason is the [LostReason] of a keep-alive that ended as e says.
+func lostReason(e lease.End) LostReason {
+	switch e.Reason {
+	case lease.NotHeld:
+		if errors.Is(e.Err, errTaken) {
+			return LostTaken
+		}
+		return LostGone
+	case lease.Expired:
+		return LostExpired
+	case lease.MaxHoldReached:
+		return LostMaxHold
+	}
+	return LostError
+}
+
+// errTaken is the error of a keep-alive's refresh that found a key held by
+// another token (the refresh script's reply -1). It matches
+// [lease.ErrNotHeld], as a key found gone does, so the engine treats both
+// alike; only the hooks tell them apart.
+var errTaken error = takenError{}
+
+type takenError struct{}
+
+func (takenError) Error() string { return lease.ErrNotHeld.Error() + ": held by another token" }
+func (takenError) Unwrap() error { return lease.ErrNotHeld }
+
+// observeAttach gives an attached handle the hooks of c, if any: its
+// releases and refreshes are reported, but it never counts as held.
+func (c *Client) observeAttach(h *handle) {
+	if list := c.hooks.Load(); list != nil {
+		l := (*Lock)(h)
+		h.obs = &observation{hooks: list.hooks, kind: KindLock, keys: h.keys, lock: l, handle: l}
+	}
+}

@@ -1,0 +1,208 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redislock/redislock/internal/handoff"
+)
+
+// ReadLock is a read hold of an [RWMutex], from [RWMutex.RLock] or
+// [WriteLock.Downgrade]. It behaves as a [Lock]: its accessors read what
+// was set when it was taken, each method runs one script, its lease
+// guards itself, so it is safe for concurrent use, and every method
+// accepts a nil *ReadLock.
+type ReadLock handle
+
+// WriteLock is the write lock of an [RWMutex], from [RWMutex.Lock]. It
+// behaves as a [Lock] (the writer key holds a lock's value): its
+// accessors read what was set when it was taken, each method runs one
+// script, its lease guards itself, so it is safe for concurrent use, and
+// every method accepts a nil *WriteLock.
+type WriteLock handle
+
+// RWMutex returns the lock this hold is of (nil for a nil ReadLock).
+func (r *ReadLock) RWMutex() *RWMutex {
+	if r == nil {
+		return nil
+	}
+	return (*RWMutex)(r.kind.(*readKind))
+}
+
+// Token returns the token that identifies this hold ("" for a nil
+// ReadLock).
+func (r *ReadLock) Token() string { return (*handle)(r).tok() }
+
+// Metadata returns the metadata stored with the hold ("" for a nil
+// ReadLock).
+func (r *ReadLock) Metadata() string { return (*handle)(r).meta() }
+
+// FenceToken returns the fence token of the last write lock taken with the
+// same [Options.FenceKey] before this hold (the write's own token after a
+// [WriteLock.Downgrade]); 0 without a FenceKey, and for a nil ReadLock. A
+// resource that has seen a write with a greater token should refuse what
+// this reader read before it: see docs/rwmutex.md.
+func (r *ReadLock) FenceToken() int64 { return (*handle)(r).fenceToken() }
+
+// TTL returns the time the hold has left, in whole milliseconds, or
+// (0, nil) when it is no longer held. It makes one attempt, blocking for
+// one round trip; a Redis error is returned as it is. A nil ReadLock
+// returns [ErrLockNotHeld].
+func (r *ReadLock) TTL(ctx context.Context) (time.Duration, error) { return (*handle)(r).ttl(ctx) }
+
+// Refresh extends the hold to expire ttl from now, when it is still held;
+// otherwise it changes nothing and returns [ErrNotObtained] at once (an
+// expired hold is not retried). Transient Redis errors are retried
+// according to opt.RetryStrategy (default [NoRetry]), as for
+// [Lock.Refresh], whose other errors and effect on a keep-alive it shares.
+func (r *ReadLock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
+	return (*handle)(r).refresh(ctx, ttl, opt)
+}
+
+// Release ends the hold. It returns [ErrLockNotHeld] when it had already
+// expired. It first stops the hold's keep-alive, if any, and, when ctx has
+// already ended, still runs with a timeout of its own, as [Lock.Release]
+// does. A Redis error is returned as it is; the hold then expires at its
+// TTL. A nil ReadLock returns ErrLockNotHeld.
+func (r *ReadLock) Release(ctx context.Context) error { return (*handle)(r).release(ctx) }
+
+// KeepAlive keeps the hold alive in the background, refreshing it to ttl,
+// exactly as [Lock.KeepAlive] does a lock, with the same errors.
+func (r *ReadLock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
+	return (*handle)(r).keepAlive(ttl, opt)
+}
+
+// RWMutex returns the lock this is the write lock of (nil for a nil
+// WriteLock).
+func (w *WriteLock) RWMutex() *RWMutex {
+	if w == nil {
+		return nil
+	}
+	return (*RWMutex)(w.kind.(*writeKind))
+}
+
+// Token returns the token that identifies this holder ("" for a nil
+// WriteLock).
+func (w *WriteLock) Token() string { return (*handle)(w).tok() }
+
+// Metadata returns the metadata stored with the lock ("" for a nil
+// WriteLock).
+func (w *WriteLock) Metadata() string { return (*handle)(w).meta() }
+
+// FenceToken returns the fencing token of this write acquisition: greater
+// than every token issued before from the same [Options.FenceKey]. Pass it
+// to the protected resource with each write. It is 0 without a FenceKey
+// (and for a nil WriteLock).
+func (w *WriteLock) FenceToken() int64 { return (*handle)(w).fenceToken() }
+
+// TTL returns the time the write lock has left, in whole milliseconds, or
+// (0, nil) when it is no longer held; as [Lock.TTL]. A nil WriteLock
+// returns [ErrLockNotHeld].
+func (w *WriteLock) TTL(ctx context.Context) (time.Duration, error) { return (*handle)(w).ttl(ctx) }
+
+// Refresh extends the write lock to expire ttl from now, when it is still
+// held; otherwise it changes nothing and returns [ErrNotObtained] at once.
+// Errors, retries and the effect on a keep-alive are those of
+// [Lock.Refresh].
+func (w *WriteLock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
+	return (*handle)(w).refresh(ctx, ttl, opt)
+}
+
+// Release ends the write lock; the readers that waited behind it may enter
+// at once. It returns [ErrLockNotHeld] when the lock had expired or been
+// taken by another. It first stops the lock's keep-alive, if any, and,
+// when ctx has already ended, still runs with a timeout of its own, as
+// [Lock.Release] does. A Redis error is returned as it is; the lock then
+// expires at its TTL. A nil WriteLock returns ErrLockNotHeld.
+func (w *WriteLock) Release(ctx context.Context) error { return (*handle)(w).release(ctx) }
+
+// KeepAlive keeps the write lock alive in the background, refreshing it
+// to ttl, exactly as [Lock.KeepAlive] does a lock, with the same errors.
+func (w *WriteLock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
+	return (*handle)(w).keepAlive(ttl, opt)
+}
+
+// Downgrade turns the write lock into a read hold of ttl, atomically: no
+// writer can take the lock in between, and the readers that waited behind
+// this writer enter with it. The read hold has the same token and
+// metadata, and carries this write's fence token. The WriteLock is then
+// released (its keep-alive, if any, is stopped first, as by
+// [WriteLock.Release]); keep the returned ReadLock. It makes one attempt,
+// blocking for one round trip. Errors: [ErrInvalidTTL] before anything is
+// sent; [ErrLockNotHeld] when the write lock had expired or been taken by
+// another (nothing changed); a Redis error as it is (the write lock may
+// then be held or not: it expires at its TTL).
+func (w *WriteLock) Downgrade(ctx context.Context, ttl time.Duration) (*ReadLock, error) {
+	if w == nil {
+		return nil, ErrLockNotHeld
+	}
+	h, rw := (*handle)(w), w.RWMutex()
+	if err := h.check(ctx); err != nil {
+		return nil, err
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return nil, err
+	}
+	r := &handle{be: h.be, kind: (*readKind)(rw), keys: h.keys, token: h.token, tokenArg: h.tokenArg, metadata: h.metadata}
+	err = rw.c.replace(ctx, h, &acquisition{
+		h: r, ttl: ttl, strategy: NoRetry(), kind: KindRead, name: rw.name,
+		attempt: call{op: opObtain, script: rwDowngradeScript, keys: h.keys,
+			args: []any{h.tokenArg, ms, h.metadata, handoff.RegistrationArg}},
+		failed: func(_ context.Context, err error, _ bool) error {
+			if errors.Is(err, ErrNotObtained) {
+				return ErrLockNotHeld // the write lock was gone: nothing changed
+			}
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return (*ReadLock)(r), nil
+}
+
+// readKind and writeKind are the kinds of the holds of an RWMutex (whose
+// keys they take): a read hold is its token in the readers' sorted set R
+// and the hash H; the write lock is the writer key W, which holds a
+// lock's value.
+type (
+	readKind  RWMutex
+	writeKind RWMutex
+)
+
+func (k *readKind) public(h *handle) Handle  { return (*ReadLock)(h) }
+func (k *writeKind) public(h *handle) Handle { return (*WriteLock)(h) }
+
+func (k *readKind) refreshCall(h *handle, ms int64) call {
+	return call{op: opRefresh, script: rwRRefreshScript, keys: k.keys[rwReaders : rwHolds+1], args: []any{h.tokenArg, ms}}
+}
+
+func (k *writeKind) refreshCall(h *handle, ms int64) call {
+	return call{op: opRefresh, script: refreshScript, keys: k.keys[:1], args: []any{h.tokenArg, ms}}
+}
+
+func (k *readKind) ttlCall(h *handle) call {
+	return call{op: opTTL, script: rwRTTLScript, keys: k.keys[rwReaders : rwReaders+1], args: []any{h.tokenArg}}
+}
+
+func (k *writeKind) ttlCall(h *handle) call {
+	return call{op: opTTL, script: ttlScript, keys: k.keys[:1], args: []any{h.tokenArg}}
+}
+
+func (k *readKind) release(ctx context.Context, h *handle) (bool, int, error) {
+	return rwRelease(ctx, h, call{op: opRelease, script: rwRUnlockScript})
+}
+
+func (k *writeKind) release(ctx context.Context, h *handle) (bool, int, error) {
+	return rwRelease(ctx, h, call{op: opRelease, script: rwUnlockScript})
+}
+
+// rwRelease runs a hold's release script c (reply 1: released) on every
+// key of its RWMutex.
+func rwRelease(ctx context.Context, h *handle, c call) (bool, int, error) {
+	c.keys, c.args = h.keys, []any{h.tokenArg, handoff.ReservationArg, handoff.RegistrationArg}
+	n, err := h.be.run(ctx, h, c)
+	return n == 1, 0, err
+}
