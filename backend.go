@@ -127,7 +127,7 @@ func (s *single) setNX(ctx context.Context, h *handle, c call) (n int64, err err
 		c.plain = false
 		n, err = s.run(ctx, h, c)
 	} else {
-		err = s.do.Do(ctx, "set", c.keys[0], h.args.valueArg(h.metadata), "nx", "px", &h.args.ttl).Err()
+		err = s.do.Do(ctx, "set", c.keys[0], h.args.Value(h.metadata), "nx", "px", h.args.TTLArg()).Err()
 		if errors.Is(err, redis.Nil) {
 			n, err = obtainHeld, nil
 		}
@@ -173,7 +173,7 @@ func (h *handle) lockValue() native.Value {
 	if v := h.matched.Load(); v != nil {
 		return *v
 	}
-	v := native.Value{V: value.Format(h.token, h.fence, string(h.args.fence.b), h.metadata), Known: true}
+	v := native.Value{V: value.Format(h.token, h.fence, h.args.FenceTag(), h.metadata), Known: true}
 	h.matched.Store(&v)
 	return v
 }

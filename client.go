@@ -168,9 +168,9 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	if token := opt.token(); token != "" {
 		h.token, h.tokenArg = token, token
 	} else {
-		h.tokenArg = h.args.newToken()
+		h.tokenArg = h.args.NewToken()
 	}
-	ttlArg := h.args.ttlArg(ms)
+	ttlArg := h.args.TTL(ms)
 	scriptKeys := h.keyBuf[:0]
 	if len(keys) >= len(h.keyBuf) {
 		scriptKeys = make([]string, 0, len(keys)+1)
@@ -181,7 +181,7 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	fenced := argUnfenced
 	if fenceKey != "" {
 		scriptKeys = append(scriptKeys, fenceKey)
-		fenced = h.args.fenceArg(fenceKey)
+		fenced = h.args.Fence(fenceKey)
 	}
 	h.argBuf = [5]any{h.tokenArg, h.metadata, ttlArg, fenced, ""}
 	args := h.argBuf[:]

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redislock/redislock/internal/lease"
 	"github.com/redislock/redislock/internal/native"
+	"github.com/redislock/redislock/internal/value"
 )
 
 // releaseTimeout bounds a Release whose context had already ended.
@@ -32,7 +33,7 @@ type handle struct {
 	fence    int64        // as obtained
 	obs      *observation // its hooks, nil without (observe.go)
 	wait     *waited      // how its release hands over; nil: it deletes (waitforrelease.go)
-	args     obtainArgs   // the obtain's generated token, TTL and fence tag (token.go)
+	args     value.Args   // the obtain's generated token, TTL and fence tag
 	keyBuf   [3]string    // keys' storage: one key (or a semaphore's two), a fence key
 	argBuf   [5]any       // the obtain script's arguments' storage, written before the handle is shared
 
@@ -66,7 +67,7 @@ type kind interface {
 // a string at the end.
 func (h *handle) setToken() {
 	if h.token == "" {
-		h.token = string(h.args.token.b)
+		h.token = h.args.Token()
 	}
 }
 
@@ -142,7 +143,7 @@ func (h *handle) refresh(ctx context.Context, ttl time.Duration, opt *Options) e
 	}
 	leaseTTL := time.Duration(ms) * time.Millisecond
 	ctx, start := h.obs.refreshStart(ctx, ttl, false)
-	err = retry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
+	err = withRetry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
 		sent := time.Now()
 		h.lease.Sending(sent, leaseTTL)
 		ok, err := h.be.run(ctx, h, h.kind.refreshCall(h, ms))
@@ -222,3 +223,7 @@ func (h *handle) keepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive
 func unexpectedReply(o op, keys []string, reply any) error {
 	return fmt.Errorf("%w: %s of %q: %#v", ErrUnexpectedReply, o, keys, reply)
 }
+
+// newToken returns a generated token: 16 random bytes from crypto/rand,
+// base64url without padding (22 characters).
+func newToken() string { return value.NewToken() }

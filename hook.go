@@ -24,6 +24,13 @@ import (
 // goroutine that uses the Client's handles, so it must be safe for
 // concurrent use.
 //
+// Hooks cannot delay or break the safety signals, nor what they observe:
+// a keep-alive's contexts are cancelled and its Done closed before Lost
+// is called, and a panic in a hook is recovered and dropped, as if the
+// hook had returned (a Start method's context is then the one it was
+// given), so that an obtain whose hook panics still returns its lock and
+// a keep-alive goes on.
+//
 // Kind says which primitive an event is about, and Handle which handle.
 // The Lock field is set for locks only: a hook written when only locks
 // reported compiles and works as it did, and sees the other kinds with a
@@ -77,9 +84,10 @@ type Hook interface {
 
 	// Lost is called once when a keep-alive ([Lock.KeepAlive] and the
 	// others, and a [Leadership]'s) ends because its handle is lost, or
-	// about to be; not when it is stopped. It
-	// is called before [KeepAlive.Done] is closed. A refresh that was in
-	// flight then may report its RefreshDone after it.
+	// about to be; not when it is stopped. It is called after
+	// [KeepAlive.Done] is closed and the keep-alive's contexts are
+	// cancelled. A refresh that was in flight then may report its
+	// RefreshDone after it.
 	Lost(e LostEvent)
 }
 
@@ -124,21 +132,7 @@ const (
 )
 
 // String returns "lock", "semaphore", "read", "write" or "election".
-func (k Kind) String() string {
-	switch k {
-	case KindLock:
-		return "lock"
-	case KindSemaphore:
-		return "semaphore"
-	case KindRead:
-		return "read"
-	case KindWrite:
-		return "write"
-	case KindElection:
-		return "election"
-	}
-	return "unknown"
-}
+func (k Kind) String() string { return name(k, "lock", "semaphore", "read", "write", "election") }
 
 // Handle is the handle an event is about, as its Kind says: a *[Lock]
 // (KindLock), *[Permit] (KindSemaphore), *[ReadLock] (KindRead),

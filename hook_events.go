@@ -19,17 +19,7 @@ const (
 )
 
 // String returns "obtained", "not_obtained" or "error".
-func (o Outcome) String() string {
-	switch o {
-	case OutcomeObtained:
-		return "obtained"
-	case OutcomeNotObtained:
-		return "not_obtained"
-	case OutcomeError:
-		return "error"
-	}
-	return "unknown"
-}
+func (o Outcome) String() string { return name(o, "obtained", "not_obtained", "error") }
 
 // WaitMode says how an obtain call waited for the lock.
 type WaitMode uint8
@@ -46,17 +36,7 @@ const (
 )
 
 // String returns "none", "poll" or "event".
-func (w WaitMode) String() string {
-	switch w {
-	case WaitNone:
-		return "none"
-	case WaitPolled:
-		return "poll"
-	case WaitEvents:
-		return "event"
-	}
-	return "unknown"
-}
+func (w WaitMode) String() string { return name(w, "none", "poll", "event") }
 
 // LostReason says why a keep-alive lost its lock.
 type LostReason uint8
@@ -79,21 +59,7 @@ const (
 )
 
 // String returns "gone", "taken", "expired", "max_hold" or "error".
-func (r LostReason) String() string {
-	switch r {
-	case LostGone:
-		return "gone"
-	case LostTaken:
-		return "taken"
-	case LostExpired:
-		return "expired"
-	case LostMaxHold:
-		return "max_hold"
-	case LostError:
-		return "error"
-	}
-	return "unknown"
-}
+func (r LostReason) String() string { return name(r, "gone", "taken", "expired", "max_hold", "error") }
 
 // ObtainEvent describes an obtain call ([Client.Obtain],
 // [Client.ObtainMulti], and the others of [Hook]). ObtainStart sees the
@@ -170,4 +136,13 @@ type LostEvent struct {
 	Err      error         // [KeepAlive.Err]
 	EndsHold bool          // as for [ReleaseEvent.EndsHold]
 	Held     time.Duration // from the obtain to now; 0 unless EndsHold
+}
+
+// name returns the name of v, the n-th value of its enumeration (from 1),
+// or "unknown".
+func name[T ~uint8](v T, names ...string) string {
+	if v < 1 || int(v) > len(names) {
+		return "unknown"
+	}
+	return names[v-1]
 }

@@ -85,7 +85,17 @@ type KeepAliveOptions struct {
 // Its methods are safe for concurrent use, and accept a nil *KeepAlive,
 // which behaves as a stopped one.
 type KeepAlive struct {
-	k *lease.KeepAlive
+	k keeper
+}
+
+// keeper is what keeps a lease alive behind a KeepAlive: a keep-alive
+// loop of its own (*lease.KeepAlive).
+type keeper interface {
+	Done() <-chan struct{}
+	Err() error
+	Context(parent context.Context) (context.Context, context.CancelFunc)
+	ValidUntil() time.Time
+	Stop()
 }
 
 // keepLease starts a keep-alive of ls that refreshes to ttl (whole
@@ -94,18 +104,13 @@ type KeepAlive struct {
 // extended every key to ttl, [lease.ErrNotHeld] when the keys are no
 // longer held with the holder's token, and the Redis error otherwise.
 // ended, when not nil, is called with how the keep-alive ended and the
-// error it then reports (the hooks' Lost, see observe.go). It returns the
+// error it then reports (the hooks' Lost, see observe.go), after Done was
+// closed and the contexts cancelled. It returns the
 // errors of [Lock.KeepAlive], but for ErrInvalidTTL and ErrNilClient,
 // which the caller checks.
 func keepLease(ls *lease.Lease, ttl time.Duration, opt *KeepAliveOptions, refresh func(ctx context.Context) error, ended func(lease.End, error)) (*KeepAlive, error) {
 	cfg := opt.config(ttl)
-	if ended != nil {
-		cfg.Ended = func(e lease.End) error {
-			err := keepAliveError(e)
-			ended(e, err)
-			return err
-		}
-	}
+	cfg.After = ended
 	k, err := ls.KeepAlive(cfg, refresh)
 	var invalid *lease.ConfigError
 	switch {

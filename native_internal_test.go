@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/redislock/redislock/internal/native"
+	"github.com/redislock/redislock/internal/value"
 )
 
 // The Lock's value, as native commands compare it, is the one obtain.lua
@@ -11,7 +12,7 @@ import (
 // "<token>/<tag>".
 func TestLockValue(t *testing.T) {
 	fenced := &handle{token: "tok", fence: 1796114761349491}
-	tag := fenced.args.fenceArg("{job}:fence").String()
+	tag := fenced.args.Fence("{job}:fence").String()
 	attached := &handle{token: "tok"}
 	attached.matched.Store(&native.Value{}) // as Attach makes it
 	for _, c := range []struct {
@@ -28,8 +29,8 @@ func TestLockValue(t *testing.T) {
 			t.Errorf("lockValue() = %q, %v, want %q, %v", got.V, got.Known, c.want, c.ok)
 		}
 	}
-	var args obtainArgs
-	if got, want := args.fenceArg("fence").String(), "212e1d38"; got != want {
-		t.Errorf(`fenceArg("fence") = %q, want %q (echo -n fence | sha1sum)`, got, want)
+	var args value.Args
+	if got, want := args.Fence("fence").String(), "212e1d38"; got != want {
+		t.Errorf(`Fence("fence") = %q, want %q (echo -n fence | sha1sum)`, got, want)
 	}
 }

@@ -28,7 +28,6 @@ type observation struct {
 	nextBlock  bool // the next attempt follows a block
 	nextGrant  bool // that block moved a grant
 	handedOver bool // obtained with a grant
-	done       bool // ObtainDone was reported
 
 	holding atomic.Bool // obtained, and its hold not yet ended
 	keyBuf  [1]string   // keys' storage for the primitives' one name
@@ -58,20 +57,8 @@ func (o *observation) obtainStart(ctx context.Context) context.Context {
 	}
 	o.start = time.Now()
 	e := ObtainEvent{Kind: o.kind, Keys: o.keys, TTL: o.ttl}
-	for _, h := range o.hooks {
-		if next := h.ObtainStart(ctx, e); next != nil {
-			ctx = next
-		}
-	}
+	ctx = o.starting(ctx, func(h Hook, ctx context.Context) context.Context { return h.ObtainStart(ctx, e) })
 	return ctx
-}
-
-// blockedNext records that the next attempt follows a block on Redis, and
-// whether that block moved a grant to the waiter.
-func (o *observation) blockedNext(granted bool) {
-	if o != nil {
-		o.nextBlock, o.nextGrant = true, granted
-	}
 }
 
 // attempt reports an attempt: obtained, or not (err nil: held by another).
@@ -93,9 +80,7 @@ func (o *observation) attempt(ctx context.Context, obtained bool, err error) {
 	}
 	o.blocked = o.blocked || o.nextBlock
 	o.nextBlock, o.nextGrant = false, false
-	for _, h := range o.hooks {
-		h.ObtainAttempt(ctx, e)
-	}
+	o.each(func(h Hook) { h.ObtainAttempt(ctx, e) })
 }
 
 // obtained reports the end of the obtain call, which returns handle, or
@@ -136,15 +121,8 @@ func (o *observation) obtained(ctx context.Context, handle Handle, err error) {
 	case o.attempts > 1:
 		e.Wait = WaitPolled
 	}
-	o.done = true
-	for _, h := range o.hooks {
-		h.ObtainDone(ctx, e)
-	}
+	o.each(func(h Hook) { h.ObtainDone(ctx, e) })
 }
-
-// reported says whether the obtain call's end was reported (false without
-// hooks).
-func (o *observation) reported() bool { return o != nil && o.done }
 
 // releaseStart reports the start of a release; it returns the context for
 // it, and the time it started (zero without hooks).
@@ -153,11 +131,7 @@ func (o *observation) releaseStart(ctx context.Context) (context.Context, time.T
 		return ctx, time.Time{}
 	}
 	e := ReleaseEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle}
-	for _, h := range o.hooks {
-		if next := h.ReleaseStart(ctx, e); next != nil {
-			ctx = next
-		}
-	}
+	ctx = o.starting(ctx, func(h Hook, ctx context.Context) context.Context { return h.ReleaseStart(ctx, e) })
 	return ctx, time.Now()
 }
 
@@ -172,9 +146,7 @@ func (o *observation) released(ctx context.Context, start time.Time, handedOver 
 	if o.holding.CompareAndSwap(true, false) {
 		e.EndsHold, e.Held = true, now.Sub(o.start)
 	}
-	for _, h := range o.hooks {
-		h.ReleaseDone(ctx, e)
-	}
+	o.each(func(h Hook) { h.ReleaseDone(ctx, e) })
 }
 
 // refreshStart reports the start of a refresh to ttl; it returns the
@@ -184,11 +156,7 @@ func (o *observation) refreshStart(ctx context.Context, ttl time.Duration, keepA
 		return ctx, time.Time{}
 	}
 	e := RefreshEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, TTL: ttl, KeepAlive: keepAlive}
-	for _, h := range o.hooks {
-		if next := h.RefreshStart(ctx, e); next != nil {
-			ctx = next
-		}
-	}
+	ctx = o.starting(ctx, func(h Hook, ctx context.Context) context.Context { return h.RefreshStart(ctx, e) })
 	return ctx, time.Now()
 }
 
@@ -198,9 +166,7 @@ func (o *observation) refreshed(ctx context.Context, start time.Time, ttl time.D
 		return
 	}
 	e := RefreshEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, TTL: ttl, KeepAlive: keepAlive, Err: err, Duration: time.Since(start)}
-	for _, h := range o.hooks {
-		h.RefreshDone(ctx, e)
-	}
+	o.each(func(h Hook) { h.RefreshDone(ctx, e) })
 }
 
 // hookedRefresh returns refresh, one refresh of a keep-alive to ttl,
@@ -222,34 +188,20 @@ func (o *observation) hookedRefresh(ttl time.Duration, refresh func(context.Cont
 }
 
 // ended returns what a keep-alive calls when it ends, or nil without
-// hooks.
+// hooks: it reports the loss of the handle, unless it was only stopped.
 func (o *observation) ended() func(lease.End, error) {
 	if o == nil {
 		return nil
 	}
-	return o.lost
-}
-
-// lost reports that a keep-alive ended as e says, with err, unless it was
-// only stopped.
-func (o *observation) lost(e lease.End, err error) {
-	if o == nil || e.Reason == lease.Stopped {
-		return
-	}
-	o.lostNow(lostReason(e), err)
-}
-
-// lostNow reports the loss of the handle for reason, with err.
-func (o *observation) lostNow(reason LostReason, err error) {
-	if o == nil {
-		return
-	}
-	ev := LostEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, Err: err, Reason: reason}
-	if o.holding.CompareAndSwap(true, false) {
-		ev.EndsHold, ev.Held = true, time.Since(o.start)
-	}
-	for _, h := range o.hooks {
-		h.Lost(ev)
+	return func(end lease.End, err error) {
+		if end.Reason == lease.Stopped {
+			return
+		}
+		e := LostEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, Err: err, Reason: lostReason(end)}
+		if o.holding.CompareAndSwap(true, false) {
+			e.EndsHold, e.Held = true, time.Since(o.start)
+		}
+		o.each(func(h Hook) { h.Lost(e) })
 	}
 }
 
@@ -264,7 +216,7 @@ func (o *observation) attempted(ctx context.Context) func(obtained, blocked bool
 	}
 	return func(obtained, blocked bool, err error) {
 		if blocked {
-			o.blockedNext(obtained)
+			o.nextBlock, o.nextGrant = true, obtained
 		}
 		o.attempt(ctx, obtained, err)
 	}
@@ -300,8 +252,32 @@ func (takenError) Unwrap() error { return lease.ErrNotHeld }
 // observeAttach gives an attached handle the hooks of c, if any: its
 // releases and refreshes are reported, but it never counts as held.
 func (c *Client) observeAttach(h *handle) {
-	if list := c.hooks.Load(); list != nil {
-		l := (*Lock)(h)
-		h.obs = &observation{hooks: list.hooks, kind: KindLock, keys: h.keys, lock: l, handle: l}
+	if h.obs = c.observe(KindLock, "", h.keys, 0); h.obs != nil {
+		h.obs.lock = (*Lock)(h)
+		h.obs.handle = h.obs.lock
 	}
+}
+
+// each calls f with every hook. A panic in a hook is recovered and
+// dropped ([Hook]), so that no hook can break an operation or leave a
+// lease held that its caller never received.
+func (o *observation) each(f func(Hook)) {
+	for _, h := range o.hooks {
+		func() {
+			defer func() { _ = recover() }()
+			f(h)
+		}()
+	}
+}
+
+// starting is each for the Start methods: it returns the context that the
+// operation runs under, the last one a hook returned (ctx itself, for a
+// hook that returned nil or panicked).
+func (o *observation) starting(ctx context.Context, f func(Hook, context.Context) context.Context) context.Context {
+	o.each(func(h Hook) {
+		if next := f(h, ctx); next != nil {
+			ctx = next
+		}
+	})
+	return ctx
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redislock/redislock/internal/handoff"
+	"github.com/redislock/redislock/internal/retry"
 	"github.com/redislock/redislock/internal/script"
 )
 
@@ -69,7 +70,7 @@ func (c *Client) acquire(ctx context.Context, a *acquisition) error {
 		err = c.wait(ctx, a, plan)
 	} else {
 		first := true
-		err = retry(ctx, a.ttl, a.strategy, func(ctx context.Context) (bool, error) {
+		err = withRetry(ctx, a.ttl, a.strategy, func(ctx context.Context) (bool, error) {
 			call := a.attempt
 			call.plain = call.plain && first
 			first = false
@@ -111,13 +112,13 @@ func (c *Client) acquire(ctx context.Context, a *acquisition) error {
 // wait is acquire's wait for WaitForRelease, through the handoff engine.
 // On success the handle has its fence token, its lease, and what its
 // release needs to hand over.
-func (c *Client) wait(ctx context.Context, a *acquisition, plan waitPlan) error {
+func (c *Client) wait(ctx context.Context, a *acquisition, plan retry.Plan) error {
 	h := a.h
-	req := &waitRequest{Request: a.wait, plan: plan.fallback}
+	req := &waitRequest{Request: a.wait, plan: plan.Fallback}
 	req.Client = h.be.redis()
 	req.TTL = a.ttl
 	req.Backoff = req.backoff
-	req.MaxAttempts = plan.attempts
+	req.MaxAttempts = plan.Attempts
 	req.Transient = script.Transient
 	req.Attempted = h.obs.attempted(ctx)
 	out, err := c.registry.Wait(ctx, &req.Request)

@@ -2,10 +2,11 @@ package redislock
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
+	"github.com/redislock/redislock/internal/retry"
 	"github.com/redislock/redislock/internal/script"
 )
 
@@ -28,36 +29,14 @@ type RetryStrategy interface {
 	NextBackoff() time.Duration
 }
 
-// restarter is implemented by the strategies of this package: restart returns
-// the same strategy in its initial state, for one call's exclusive use.
-type restarter interface {
-	restart() RetryStrategy
-}
-
-// startRetry returns the per-call copy of s.
-func startRetry(s RetryStrategy) RetryStrategy {
-	if r, ok := s.(restarter); ok {
-		return r.restart()
-	}
-	return s
-}
-
 // NoRetry returns a strategy that never retries: a held lock gives
 // [ErrNotObtained] after one attempt. It is the default.
-func NoRetry() RetryStrategy { return noRetry{} }
-
-type noRetry struct{}
-
-func (noRetry) NextBackoff() time.Duration { return 0 }
+func NoRetry() RetryStrategy { return retry.None() }
 
 // LinearBackoff returns a strategy that always waits backoff between
 // attempts, until the context's deadline (or, without one, the TTL) ends the
 // wait. A backoff of zero or less means no retry.
-func LinearBackoff(backoff time.Duration) RetryStrategy { return linearBackoff(backoff) }
-
-type linearBackoff time.Duration
-
-func (r linearBackoff) NextBackoff() time.Duration { return time.Duration(r) }
+func LinearBackoff(backoff time.Duration) RetryStrategy { return retry.Linear(backoff) }
 
 // ExponentialBackoff returns a strategy whose n-th backoff (n = 1, 2, …) is
 // 2^(n+1) milliseconds, raised to at least min and lowered to at most max;
@@ -65,81 +44,64 @@ func (r linearBackoff) NextBackoff() time.Duration { return time.Duration(r) }
 // 16, 32, 64, 128, 256, 300, 300, … ms. A negative max, as with
 // bsm/redislock, makes every backoff that min does not raise negative:
 // no retry.
-func ExponentialBackoff(min, max time.Duration) RetryStrategy {
-	return &exponentialBackoff{min: min, max: max}
-}
-
-type exponentialBackoff struct {
-	min, max time.Duration
-	n        atomic.Int64
-}
-
-func (r *exponentialBackoff) NextBackoff() time.Duration {
-	n := r.n.Add(1)
-	// 2^(n+1) ms; past 2^40 ms (35 years) the value is no longer useful and
-	// a larger shift would overflow time.Duration.
-	d := time.Duration(1<<41) * time.Millisecond
-	if n < 40 {
-		d = time.Duration(int64(1)<<(n+1)) * time.Millisecond
-	}
-	if d < r.min {
-		return r.min
-	}
-	if r.max != 0 && d > r.max {
-		return r.max
-	}
-	return d
-}
-
-func (r *exponentialBackoff) restart() RetryStrategy {
-	return &exponentialBackoff{min: r.min, max: r.max}
-}
+func ExponentialBackoff(min, max time.Duration) RetryStrategy { return retry.Exponential(min, max) }
 
 // LimitRetry returns a strategy that follows s for at most max retries
 // (max+1 attempts in all) and then gives up. max zero or less means no retry.
 // Around [WaitForRelease] the wait stays event-driven; each wake-up, or
 // block that ends without one, counts an attempt.
-func LimitRetry(s RetryStrategy, max int) RetryStrategy {
-	return &limitedRetry{s: s, max: int64(max)}
-}
+func LimitRetry(s RetryStrategy, max int) RetryStrategy { return retry.Limit(s, max) }
 
-type limitedRetry struct {
-	s   RetryStrategy
-	max int64
-	n   atomic.Int64
-}
+// Jitter returns a strategy that follows s but spreads each backoff
+// uniformly over ±fraction of it: with fraction 0.25 a backoff of 100ms
+// becomes one between 75ms and 125ms. Waiters that started together then
+// stop retrying in lockstep. fraction is clamped to [0, 1]; a backoff of zero
+// or less (give up) is passed on as it is, and a positive one never becomes
+// zero. A nil s never retries.
+//
+// Like the other strategies of this package, the value is safe for
+// concurrent use and each Obtain or Refresh call starts its own copy of s.
+// The randomness comes from math/rand/v2 (not for secrets). Around
+// [WaitForRelease] the wait stays event-driven, with its fallback jittered.
+func Jitter(s RetryStrategy, fraction float64) RetryStrategy { return retry.Jitter(s, fraction) }
 
-func (r *limitedRetry) NextBackoff() time.Duration {
-	if r.n.Add(1) > r.max || r.s == nil {
-		return 0
-	}
-	return r.s.NextBackoff()
-}
+// FullJitter returns a strategy that follows s but waits a uniformly random
+// time between zero and each of its backoffs ("full jitter"): with
+// [ExponentialBackoff] the waits stay short on average while their spread
+// grows with the backoff, which keeps many waiters from retrying together.
+// A backoff of zero or less (give up) is passed on as it is; a positive one
+// becomes one in (0, backoff]. A nil s never retries.
+//
+// Like the other strategies of this package, the value is safe for
+// concurrent use and each call starts its own copy of s. Around
+// [WaitForRelease] the wait stays event-driven, with its fallback jittered.
+func FullJitter(s RetryStrategy) RetryStrategy { return retry.FullJitter(s) }
 
-func (r *limitedRetry) restart() RetryStrategy {
-	return &limitedRetry{s: startRetry(r.s), max: r.max}
-}
+// DecorrelatedJitter returns an exponential strategy with "decorrelated
+// jitter": each backoff is drawn uniformly between min and three times the
+// previous one (min for the first), and capped at max (0: no cap). The
+// waits grow like [ExponentialBackoff]'s on average, but each waiter's
+// sequence is its own. min below one millisecond counts as one millisecond.
+//
+// Like the other strategies of this package, the value is safe for
+// concurrent use (calling NextBackoff directly advances a shared state),
+// and each Obtain or Refresh call starts its own from min.
+func DecorrelatedJitter(min, max time.Duration) RetryStrategy { return retry.Decorrelated(min, max) }
 
-// waitPlan keeps s's event-driven waiting, for at most max+1 attempts.
-func (r *limitedRetry) waitPlan() (waitPlan, bool) {
-	p, ok := planOf(r.s)
-	if !ok {
-		return waitPlan{}, false
-	}
-	limit := int(max(r.max, 0)) + 1
-	if p.attempts == 0 || limit < p.attempts {
-		p.attempts = limit
-	}
-	return p, true
-}
+// startRetry returns the per-call copy of s.
+func startRetry(s RetryStrategy) RetryStrategy { return retry.Start(s) }
+
+// planOf returns the event-driven plan of s ([WaitForRelease], alone or
+// in this package's wrappers), if s has one.
+func planOf(s RetryStrategy) (retry.Plan, bool) { return retry.PlanOf(s) }
 
 // attemptFunc makes one attempt of a retried operation. It returns done when
 // there is nothing more to try (err is then the result); otherwise err is
 // the transient error that made it fail, or nil when the lock is held by
 // another.
-type attemptFunc func(ctx context.Context) (done bool, err error)
+type attemptFunc = retry.Attempt
 
-// retry runs attempt until it is done, the strategy gives up, or the context
+// withRetry runs attempt until it is done, the strategy gives up, or the context
 // ends. Without a deadline on ctx, waiting ends at now+ttl. It runs on the
 // caller's goroutine and starts its own copy of strategy on the first retry,
 // so a shared strategy value keeps no state across calls.
@@ -147,70 +109,14 @@ type attemptFunc func(ctx context.Context) (done bool, err error)
 // It returns the attempt's result; [ErrNotObtained] (or the last transient
 // error) when the strategy gives up; and, when the context ends, an error
 // that matches both [ErrNotObtained] and the context's error.
-func retry(ctx context.Context, ttl time.Duration, strategy RetryStrategy, attempt attemptFunc) error {
-	var (
-		start  = time.Now()
-		timer  *time.Timer
-		cancel context.CancelFunc
-	)
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-		if cancel != nil {
-			cancel()
-		}
-	}()
-	for started := false; ; {
-		done, err := attempt(ctx)
-		if done {
-			return err
-		}
-		// Checked before the error itself: a wait cut short by the context
-		// must always say both things, whatever the attempt saw.
-		if ctx.Err() != nil {
-			return notObtained(ctx)
-		}
-		if err != nil && !script.Transient(err) {
-			return err
-		}
-		if !started {
-			strategy, started = startRetry(strategy), true
-		}
-		backoff := strategy.NextBackoff()
-		if backoff <= 0 {
-			if err != nil {
-				return err
-			}
-			return ErrNotObtained
-		}
-		if cancel == nil {
-			ctx, cancel = boundWait(ctx, start.Add(ttl))
-		}
-		if timer == nil {
-			timer = time.NewTimer(backoff)
-		} else {
-			timer.Reset(backoff)
-		}
-		select {
-		case <-ctx.Done():
-			return notObtained(ctx)
-		case <-timer.C:
-		}
+func withRetry(ctx context.Context, ttl time.Duration, strategy RetryStrategy, attempt attemptFunc) error {
+	err := retry.Run(ctx, ttl, strategy, script.Transient, attempt)
+	var ended *retry.EndedError
+	switch {
+	case errors.As(err, &ended):
+		return fmt.Errorf("%w: %w", ErrNotObtained, ended.Err)
+	case errors.Is(err, retry.ErrGaveUp):
+		return ErrNotObtained
 	}
-}
-
-// notObtained is the error for a wait that the context ended: it matches
-// [ErrNotObtained] and the context's error.
-func notObtained(ctx context.Context) error {
-	return fmt.Errorf("%w: %w", ErrNotObtained, ctx.Err())
-}
-
-// boundWait returns ctx limited to deadline when ctx has no deadline of its
-// own: a caller's deadline wins, which is how to wait longer than the TTL.
-func boundWait(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithDeadline(ctx, deadline)
+	return err
 }

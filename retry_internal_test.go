@@ -17,7 +17,7 @@ func TestRetryTimingWithoutDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		attempts := 0
-		err := retry(context.Background(), 100*time.Millisecond, LinearBackoff(30*time.Millisecond), func(context.Context) (bool, error) {
+		err := withRetry(context.Background(), 100*time.Millisecond, LinearBackoff(30*time.Millisecond), func(context.Context) (bool, error) {
 			attempts++
 			return false, nil
 		})
@@ -40,7 +40,7 @@ func TestRetryCallerDeadlineWins(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		attempts := 0
-		err := retry(ctx, 100*time.Millisecond, LinearBackoff(30*time.Millisecond), func(context.Context) (bool, error) {
+		err := withRetry(ctx, 100*time.Millisecond, LinearBackoff(30*time.Millisecond), func(context.Context) (bool, error) {
 			attempts++
 			return false, nil
 		})
@@ -63,7 +63,7 @@ func TestRetryDeadlineOnBackoffTick(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 			defer cancel()
-			err := retry(ctx, time.Hour, LinearBackoff(10*time.Millisecond), func(ctx context.Context) (bool, error) {
+			err := withRetry(ctx, time.Hour, LinearBackoff(10*time.Millisecond), func(ctx context.Context) (bool, error) {
 				if ctx.Err() != nil {
 					return false, ctx.Err() // what go-redis returns for an ended context
 				}
@@ -81,7 +81,7 @@ func TestRetryStartsStrategyPerCall(t *testing.T) {
 		shared := LimitRetry(LinearBackoff(time.Millisecond), 2)
 		for call := range 3 {
 			attempts := 0
-			err := retry(context.Background(), time.Minute, shared, func(context.Context) (bool, error) {
+			err := withRetry(context.Background(), time.Minute, shared, func(context.Context) (bool, error) {
 				attempts++
 				return false, nil
 			})
@@ -90,7 +90,7 @@ func TestRetryStartsStrategyPerCall(t *testing.T) {
 			}
 		}
 		custom := &countingStrategy{}
-		_ = retry(context.Background(), 25*time.Millisecond, custom, func(context.Context) (bool, error) { return false, nil })
+		_ = withRetry(context.Background(), 25*time.Millisecond, custom, func(context.Context) (bool, error) { return false, nil })
 		if custom.calls != 3 {
 			t.Errorf("caller's strategy asked %d times, want 3 (10, 20, then cut at 25ms)", custom.calls)
 		}
@@ -100,7 +100,7 @@ func TestRetryStartsStrategyPerCall(t *testing.T) {
 func TestRetryStopsOnSuccessAndFinalErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		attempts := 0
-		err := retry(context.Background(), time.Minute, LinearBackoff(time.Millisecond), func(context.Context) (bool, error) {
+		err := withRetry(context.Background(), time.Minute, LinearBackoff(time.Millisecond), func(context.Context) (bool, error) {
 			attempts++
 			return attempts == 3, nil
 		})
@@ -109,7 +109,7 @@ func TestRetryStopsOnSuccessAndFinalErrors(t *testing.T) {
 		}
 		final := errors.New("final")
 		attempts = 0
-		err = retry(context.Background(), time.Minute, LinearBackoff(time.Millisecond), func(context.Context) (bool, error) {
+		err = withRetry(context.Background(), time.Minute, LinearBackoff(time.Millisecond), func(context.Context) (bool, error) {
 			attempts++
 			return true, final
 		})

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/handoff"
 	"github.com/redislock/redislock/internal/keyslot"
+	"github.com/redislock/redislock/internal/retry"
 )
 
 // RWMutex is a read-write lock on Redis: many read holds at once, or one
@@ -186,7 +187,7 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	if token := opt.token(); token != "" {
 		h.token, h.tokenArg = token, token
 	} else {
-		h.tokenArg = h.args.newToken()
+		h.tokenArg = h.args.NewToken()
 	}
 	keys := make([]string, len(rw.keys), len(rw.keys)+1)
 	copy(keys, rw.keys[:])
@@ -197,7 +198,7 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	}
 	strategy := opt.retryStrategy()
 	var reg any = int64(0)
-	if _, once := strategy.(noRetry); !once {
+	if !retry.IsNone(strategy) {
 		reg = ms
 	}
 	h.argBuf = [5]any{h.tokenArg, h.metadata, ms, fenced, reg}

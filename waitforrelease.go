@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/handoff"
+	"github.com/redislock/redislock/internal/retry"
 )
 
 // WaitForRelease returns a strategy that waits for the lock to be released
@@ -76,41 +77,7 @@ func WaitForRelease(fallback RetryStrategy) RetryStrategy {
 	if fallback == nil {
 		fallback = Jitter(ExponentialBackoff(8*time.Millisecond, 128*time.Millisecond), 0.5)
 	}
-	return &waitForRelease{fallback: fallback}
-}
-
-type waitForRelease struct {
-	fallback RetryStrategy
-}
-
-func (w *waitForRelease) NextBackoff() time.Duration { return w.fallback.NextBackoff() }
-
-// restart returns fallback afresh: where a call retries without events
-// (Refresh), it follows fallback.
-func (w *waitForRelease) restart() RetryStrategy { return startRetry(w.fallback) }
-
-func (w *waitForRelease) waitPlan() (waitPlan, bool) { return waitPlan{fallback: w.fallback}, true }
-
-// waitPlan is how an Obtain waits event-driven: the strategy for the
-// waits that cannot use events, and a bound on the attempts (0: none).
-type waitPlan struct {
-	fallback RetryStrategy
-	attempts int
-}
-
-// eventDriven is implemented by [WaitForRelease] and by the wrappers of
-// this package, which report the plan of the strategy they wrap with their
-// own limits; ok is false when nothing inside waits for events.
-type eventDriven interface {
-	waitPlan() (plan waitPlan, ok bool)
-}
-
-// planOf returns the event-driven plan of s, if s has one.
-func planOf(s RetryStrategy) (waitPlan, bool) {
-	if e, ok := s.(eventDriven); ok {
-		return e.waitPlan()
-	}
-	return waitPlan{}, false
+	return retry.Events(fallback)
 }
 
 // waitFailed is the error of a wait that ended with err (not nil), out

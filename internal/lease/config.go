@@ -39,6 +39,14 @@ type Config struct {
 	// lock held, and must not return nil. Default: the End itself.
 	Ended func(End) error
 
+	// After, when set, is called once the keep-alive has ended, with its
+	// End and Err: after the contexts of [KeepAlive.Context] were
+	// cancelled and Done was closed, so that nothing it does (the hooks
+	// of the root package) can delay or undo the loss signal. It runs on
+	// the goroutine that ended the keep-alive; a panic in it is
+	// recovered and dropped.
+	After func(End, error)
+
 	// Jitter returns a random duration in [0, max) (0 when max <= 0), taken
 	// off each interval. Default: uniform, from math/rand/v2. Tests set it.
 	Jitter func(max time.Duration) time.Duration

@@ -320,7 +320,7 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 
 // end ends the keep-alive as e says, unless it has ended already: it
 // cancels the derived contexts, then the refresh in flight, then closes
-// done.
+// done, then calls Config.After.
 func (k *KeepAlive) end(e End) {
 	k.mu.Lock()
 	if k.ending {
@@ -343,6 +343,10 @@ func (k *KeepAlive) end(e End) {
 	}
 	k.cancel()
 	close(k.done)
+	if k.cfg.After != nil {
+		defer func() { _ = recover() }() // see Config.After
+		k.cfg.After(e, err)
+	}
 }
 
 func (k *KeepAlive) hasEnded() bool {

@@ -67,3 +67,18 @@ func cutNumber(s string) (n int64, rest string, ok bool) {
 	}
 	return n, rest, true
 }
+
+// ParsePermit splits a semaphore permit's value in its companion hash,
+// "<fence>[/<tag>]:<metadata>" (lua/semaphore_acquire.lua).
+func ParsePermit(v string) (fence int64, metadata string) {
+	f, meta, ok := strings.Cut(v, ":")
+	if !ok {
+		return 0, ""
+	}
+	f, _, _ = strings.Cut(f, "/")
+	n, err := strconv.ParseInt(f, 10, 64)
+	if err != nil {
+		return 0, meta
+	}
+	return n, meta
+}
