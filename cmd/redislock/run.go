@@ -76,12 +76,12 @@ also exits 76: the job ran partly unprotected.
 
 Redis restarted, or the connection broken: redislock keeps a connection
 of its own blocked on the server that holds KEY. When it breaks, redislock
-reaches the server again (every 10 ms for the first second) and checks the
+reaches the server again (every 10 ms for 10 seconds) and checks the
 lock at once: one lost to a restart without persistence (the server's
 run_id changes) stops COMMAND as above, long before the next refresh. A
-run that sees the server restart while it obtains the lock waits a second
-before it starts COMMAND, for a run from before to find its lock gone
-first. A restart that redislock cannot see (its connection goes through
+run that obtains the lock from a server up for less than 2 seconds waits a
+second before it starts COMMAND, for a run from before a restart to find
+its lock gone first. A restart that redislock cannot see (its connection goes through
 something that hides it) is found by the next refresh: only fencing
 tokens (--fence-key) protect the resource then.
 
@@ -336,13 +336,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer func() { _ = rdb.Close() }()
 	r.rdb, r.endpoint = rdb, e
 
-	// The server's run_id before and after the obtain: if it changed, the
-	// server restarted meanwhile (serverwatch.go).
-	before := serverRunID(wctx, rdb, key)
 	lock, code, ok := r.obtain(wctx, until, &o.wait, o.fenceKey, o.metadata, o.conflictCode)
 	if ok {
-		r.runID = serverRunID(wctx, rdb, key)
-		if before != "" && r.runID != "" && before != r.runID {
+		// A server that has just started may have restarted empty under
+		// a run that has not seen it yet (serverwatch.go).
+		var uptime time.Duration
+		r.runID, uptime = serverStart(wctx, rdb, key)
+		if uptime >= 0 && uptime < restartRecent {
 			r.holdBack = restartHoldBack
 		}
 	}
@@ -421,7 +421,7 @@ type runner struct {
 	// obtain ("" when it cannot be read).
 	runID string
 	// holdBack, when above 0, is how long the run holds the lock before it
-	// starts COMMAND: the server restarted while it was obtained.
+	// starts COMMAND: the server had just started when it was obtained.
 	holdBack time.Duration
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,13 +32,15 @@ const (
 	// reconnectPace separates the attempts to reach the server again in
 	// the first reconnectFast of an outage; reconnectSlow after that.
 	reconnectPace = 10 * time.Millisecond
-	reconnectFast = time.Second
+	reconnectFast = 10 * time.Second
 	reconnectSlow = 100 * time.Millisecond
-	// restartHoldBack is how long a run that saw the server restart while
-	// it was obtaining the lock (the run_id changed) holds the lock before
-	// it starts its command: the time a run from before the restart is
-	// given to reach the server again and find its lock gone.
+	// restartHoldBack is how long a run that obtained the lock from a
+	// server up for less than restartRecent holds the lock before it starts
+	// its command: the time a run from before a restart is given to reach
+	// the server again and find its lock gone. INFO gives the uptime in
+	// whole seconds, cut down: "1" may mean a moment, "2" at least a second.
 	restartHoldBack = time.Second
+	restartRecent   = 2 * time.Second
 )
 
 // watchNote is what the watch tells "run" after an outage: the connection
@@ -270,23 +273,37 @@ func runIDOf(ctx context.Context, node redis.Cmdable) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
-			return id, nil
-		}
-	}
-	return "", nil
+	return infoField(info, "run_id"), nil
 }
 
-// serverRunID returns the run_id of the server that holds key, or "" when
-// it cannot be read, within redisTimeout.
-func serverRunID(ctx context.Context, rdb redis.UniversalClient, key string) string {
+// serverStart returns the run_id of the server that holds key and how
+// long it has been up (INFO server's uptime_in_seconds), within
+// redisTimeout: "" and -1 when they cannot be read (INFO refused by an
+// ACL, or not there: no restart can be told then, nothing else changes).
+func serverStart(ctx context.Context, rdb redis.UniversalClient, key string) (runID string, uptime time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	node, err := nodeFor(ctx, rdb, key)
 	if err != nil {
-		return ""
+		return "", -1
 	}
-	id, _ := runIDOf(ctx, node) // unknown: no restart can be told, nothing else changes
-	return id
+	info, err := node.Info(ctx, "server").Result()
+	if err != nil {
+		return "", -1
+	}
+	runID, uptime = infoField(info, "run_id"), -1
+	if s, err := strconv.ParseInt(infoField(info, "uptime_in_seconds"), 10, 64); err == nil {
+		uptime = time.Duration(s) * time.Second
+	}
+	return runID, uptime
+}
+
+// infoField returns the value of field in the text of INFO, or "".
+func infoField(info, field string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	return ""
 }

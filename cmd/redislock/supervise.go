@@ -348,13 +348,14 @@ func (r *runner) stillHeld(ctx context.Context, c redis.UniversalClient, lock he
 }
 
 // holdBackStart holds the lock, kept alive by ka, for r.holdBack before the
-// command starts (the server restarted while the lock was obtained: a run
-// from before the restart gets that long to find its lock gone and stop).
+// command starts (the server had just started when the lock was obtained:
+// a run from before a restart gets that long to find its lock gone and
+// stop).
 // It returns ok false, with the exit status, when the lock was lost
 // meanwhile or a terminating signal came (the lock is then released).
 func (r *runner) holdBackStart(ctx context.Context, lock held, ka *redislock.KeepAlive, notes <-chan watchNote, sigs <-chan os.Signal) (int, bool) {
 	if r.verbose {
-		r.say("%s restarted while %s was obtained: holding it %v before starting the command, so that a run from before the restart sees its lock gone first", r.endpoint, r.key, r.holdBack)
+		r.say("%s has just started: holding %s %v before starting the command, so that a run from before a restart sees its lock gone first", r.endpoint, r.key, r.holdBack)
 	}
 	t := time.NewTimer(r.holdBack)
 	defer t.Stop()
