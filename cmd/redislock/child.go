@@ -20,12 +20,21 @@ const (
 
 // childEnv returns env without any of the variables above (an outer
 // "redislock run" may have set them), followed by those of this lock.
-// REDISLOCK_FENCE_TOKEN is set only when the lock is fenced.
-func childEnv(env []string, key, token string, fence int64, fenced bool) []string {
+// REDISLOCK_FENCE_TOKEN is set only when the lock is fenced. Unless
+// keepCredentials (--keep-credentials), it also leaves out the password
+// that redislock may have read from its environment: $REDIS_PASSWORD,
+// $REDISCLI_AUTH, and $REDIS_URL when it holds one (see [urlHasPassword]).
+func childEnv(env []string, key, token string, fence int64, fenced, keepCredentials bool) []string {
 	out := make([]string, 0, len(env)+3)
 	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if name == envKey || name == envToken || name == envFenceToken {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case name == envKey || name == envToken || name == envFenceToken:
+			continue
+		case keepCredentials:
+		case name == "REDIS_PASSWORD" || name == "REDISCLI_AUTH":
+			continue
+		case name == "REDIS_URL" && urlHasPassword(value):
 			continue
 		}
 		out = append(out, kv)
@@ -35,6 +44,25 @@ func childEnv(env []string, key, token string, fence int64, fenced bool) []strin
 		out = append(out, envFenceToken+"="+strconv.FormatInt(fence, 10))
 	}
 	return out
+}
+
+// urlHasPassword reports whether the connection URL raw may carry a
+// secret: user information ("user:password@", or a name alone, which
+// may be a password where the URL form is unclear) or a password in its
+// query (?password=, ?sentinel_password=).
+func urlHasPassword(raw string) bool {
+	_, userinfo, rest := splitUserinfo(raw)
+	if userinfo != "" || !strings.Contains(raw, "://") && strings.Contains(raw, "@") {
+		return true
+	}
+	_, query, _ := strings.Cut(rest, "?")
+	for _, kv := range strings.Split(query, "&") {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasSuffix(strings.ToLower(name), "password") {
+			return true
+		}
+	}
+	return false
 }
 
 // lookCommand resolves the command's name as the shell would, before the

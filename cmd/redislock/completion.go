@@ -80,8 +80,8 @@ func completionCommands() []completionCommand {
 	return out
 }
 
-// completionFlags lists the flags of fs, each short alias with its long
-// name, sorted by long name.
+// completionFlags lists the flags of fs, each with its other names, sorted
+// by name.
 func completionFlags(fs *flag.FlagSet, short aliases) []completionFlag {
 	var out []completionFlag
 	fs.VisitAll(func(f *flag.Flag) {
@@ -93,12 +93,7 @@ func completionFlags(fs *flag.FlagSet, short aliases) []completionFlag {
 			arg = ""
 		}
 		usage, _, _ = strings.Cut(usage, ";")
-		cf := completionFlag{names: []string{"--" + f.Name}, usage: usage, arg: arg}
-		for s, l := range short {
-			if l == f.Name {
-				cf.names = append(cf.names, "-"+s)
-			}
-		}
+		cf := completionFlag{names: append([]string{"--" + f.Name}, short.of(f.Name)...), usage: usage, arg: arg}
 		out = append(out, cf)
 	})
 	slices.SortFunc(out, func(a, b completionFlag) int { return strings.Compare(a.names[0], b.names[0]) })
@@ -142,7 +137,7 @@ _redislock() {
         COMPREPLY=($(compgen -f -- "$cur"))
         return
     fi
-    if [[ $prev == --wait || $prev == -w ]]; then
+    if [[ $prev == --wait || $prev == -w || $prev == --timeout ]]; then
         COMPREPLY=($(compgen -W "forever" -- "$cur"))
         return
     fi

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -60,13 +61,21 @@ Password, without putting it on the command line (when the URL has none):
   --password-file FILE   its first line; else $REDIS_PASSWORD; else $REDISCLI_AUTH
                          (as redis-cli reads it)
 
-TLS (with a rediss:// or rediss-sentinel:// URL):
+TLS (with a rediss:// or rediss-sentinel:// URL, or --tls):
+  --tls                  use TLS: a redis:// URL (or host:port) is taken as rediss://,
+                         redis-sentinel:// as rediss-sentinel://
   --tls-ca FILE          trust the CA certificates (PEM) of FILE instead of the system's;
                          $SSL_CERT_FILE (and $SSL_CERT_DIR) replace the system's too
   --tls-cert FILE, --tls-key FILE
                          client certificate and its key (PEM), which Redis asks for
                          unless tls-auth-clients is no
   --tls-insecure         do not verify the server's certificate (tests only)
+
+Failures: when Redis cannot be reached or fails (a refused or timed-out
+connection, TLS or authentication refused, a Redis error, a reply that is
+not Redis's), redislock exits 69 (EX_UNAVAILABLE of sysexits.h), or the
+CODE of --redis-error-exit-code. A URL that does not parse, or a file that
+cannot be read, exits 1.
 
 No message shows the URL's user name or password.`
 
@@ -81,6 +90,9 @@ type connFlags struct {
 	tlsCert        string
 	tlsKey         string
 	tlsInsecure    bool
+	tls            bool
+	// errorCode is the exit status for Redis failing (--redis-error-exit-code).
+	errorCode int
 }
 
 // addConnFlags defines the connection flags on fs.
@@ -94,7 +106,18 @@ func addConnFlags(fs *flag.FlagSet) *connFlags {
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "client certificate `FILE` (PEM), with --tls-key")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "private key `FILE` (PEM) of --tls-cert")
 	fs.BoolVar(&c.tlsInsecure, "tls-insecure", false, "do not verify the server's certificate")
+	fs.BoolVar(&c.tls, "tls", false, "use TLS: take a redis:// URL (or host:port) as rediss://")
+	fs.IntVar(&c.errorCode, "redis-error-exit-code", exitUnavailable, "exit `CODE` when Redis cannot be reached or fails (see Failures below)")
 	return c
+}
+
+// check returns what is wrong with the connection flags that can be told
+// before anything is read or sent, or "".
+func (c *connFlags) check() string {
+	if c.errorCode < 0 || c.errorCode > 255 {
+		return fmt.Sprintf("--redis-error-exit-code %d is not in 0..255", c.errorCode)
+	}
+	return ""
 }
 
 // endpoint says how to reach Redis: exactly one of its options is set.
@@ -129,6 +152,12 @@ func (c *connFlags) rawURL() (raw, source string) {
 // user information.
 func (c *connFlags) endpoint(cluster bool) (*endpoint, error) {
 	raw, source := c.rawURL()
+	if c.tls {
+		var err error
+		if raw, err = withTLS(raw); err != nil {
+			return nil, err
+		}
+	}
 	e, err := parseEndpoint(raw, cluster || c.cluster, c.sentinelMaster)
 	if err != nil {
 		var ue *usageError
@@ -144,6 +173,22 @@ func (c *connFlags) endpoint(cluster bool) (*endpoint, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// withTLS returns raw with a scheme that asks for TLS (--tls): rediss://
+// for redis:// and host:port, rediss-sentinel:// for redis-sentinel://.
+// A unix:// URL cannot have it: a usage error.
+func withTLS(raw string) (string, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	switch {
+	case !ok:
+		return "rediss://" + raw, nil
+	case scheme == "redis", scheme == "redis-sentinel":
+		return strings.Replace(scheme, "redis", "rediss", 1) + "://" + rest, nil
+	case scheme == "unix":
+		return "", &usageError{"--tls cannot be used with a unix:// URL"}
+	}
+	return raw, nil // rediss already, or a scheme that parseEndpoint refuses
 }
 
 // redactedError returns the error of parsing raw (which failed) that would
@@ -281,7 +326,7 @@ func (c *connFlags) applyTLS(e *endpoint) error {
 		cfg = &e.cluster.TLSConfig
 	}
 	if *cfg == nil {
-		return &usageError{"the --tls-* flags need a rediss:// (or rediss-sentinel://) URL"}
+		return &usageError{"the --tls-* flags need a rediss:// (or rediss-sentinel://) URL, or --tls"}
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return &usageError{"--tls-cert and --tls-key go together"}
@@ -482,7 +527,23 @@ func (e *endpoint) String() string {
 
 // client returns a new client of the endpoint, with the connection
 // defaults above where the URL left them unset. It does not block.
-func (e *endpoint) client() redis.UniversalClient {
+func (e *endpoint) client() redis.UniversalClient { return e.clientWith(0, 0) }
+
+// watchClient returns a new client of the endpoint for the watch of a
+// run's server (serverwatch.go): no command is resent on another
+// connection after its own broke (go-redis would otherwise, and a
+// restart could pass unseen), and one connection per node. It does not
+// block.
+func (e *endpoint) watchClient() redis.UniversalClient { return e.clientWith(-1, 1) }
+
+// clientWith is client with MaxRetries and PoolSize set, when not 0.
+func (e *endpoint) clientWith(retries, poolSize int) redis.UniversalClient {
+	retriesOr := func(v int) int {
+		if retries != 0 {
+			return retries
+		}
+		return orDefault(v, maxRetries)
+	}
 	// A context deadline bounds socket reads too: every call of the tool
 	// has one, and a hanging server must not outlast it.
 	switch {
@@ -490,23 +551,37 @@ func (e *endpoint) client() redis.UniversalClient {
 		o := *e.cluster
 		o.DialTimeout = orDefault(o.DialTimeout, dialTimeout)
 		o.DialerRetries = orDefault(o.DialerRetries, dialerRetries)
-		o.MaxRetries = orDefault(o.MaxRetries, maxRetries)
+		o.MaxRetries = retriesOr(o.MaxRetries)
+		o.PoolSize = orDefault(poolSize, o.PoolSize)
 		o.ContextTimeoutEnabled = true
 		return redis.NewClusterClient(&o)
 	case e.failover != nil:
 		o := *e.failover
 		o.DialTimeout = orDefault(o.DialTimeout, dialTimeout)
 		o.DialerRetries = orDefault(o.DialerRetries, dialerRetries)
-		o.MaxRetries = orDefault(o.MaxRetries, maxRetries)
+		o.MaxRetries = retriesOr(o.MaxRetries)
+		o.PoolSize = orDefault(poolSize, o.PoolSize)
 		o.ContextTimeoutEnabled = true
 		return redis.NewFailoverClient(&o)
 	}
 	o := *e.single
 	o.DialTimeout = orDefault(o.DialTimeout, dialTimeout)
 	o.DialerRetries = orDefault(o.DialerRetries, dialerRetries)
-	o.MaxRetries = orDefault(o.MaxRetries, maxRetries)
+	o.MaxRetries = retriesOr(o.MaxRetries)
+	o.PoolSize = orDefault(poolSize, o.PoolSize)
 	o.ContextTimeoutEnabled = true
 	return redis.NewClient(&o)
+}
+
+// usesTLS reports whether the endpoint's clients talk TLS.
+func (e *endpoint) usesTLS() bool {
+	switch {
+	case e.cluster != nil:
+		return e.cluster.TLSConfig != nil
+	case e.failover != nil:
+		return e.failover.TLSConfig != nil
+	}
+	return e.single.TLSConfig != nil
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -522,18 +597,21 @@ func orDefault[T comparable](v, def T) T {
 // by name. On error it has printed a one-line message, prefixed with
 // prog, and returns the exit code.
 func (c *connFlags) connect(ctx context.Context, prog string, stderr io.Writer) (redis.UniversalClient, int, bool) {
-	return c.dial(ctx, prog, stderr, time.Time{}, nil)
+	rdb, _, code, ok := c.dial(ctx, prog, stderr, time.Time{}, nil)
+	return rdb, code, ok
 }
 
 // dial is connect that retries a failure that may pass (a refused
 // connection, a server still loading) until the time until, pausing
 // between attempts, and tells note of each retry (nil: nobody). A server
 // that turns out to be a Cluster node, reached without --cluster, is used
-// as a seed of the whole Cluster.
-func (c *connFlags) dial(ctx context.Context, prog string, stderr io.Writer, until time.Time, note func(format string, args ...any)) (redis.UniversalClient, int, bool) {
-	fail := func(code int, format string, args ...any) (redis.UniversalClient, int, bool) {
+// as a seed of the whole Cluster. It also returns the endpoint it reached.
+// Redis failing gives the exit code of --redis-error-exit-code; a URL that
+// does not parse, or a file that cannot be read, 1; conflicting flags 2.
+func (c *connFlags) dial(ctx context.Context, prog string, stderr io.Writer, until time.Time, note func(format string, args ...any)) (redis.UniversalClient, *endpoint, int, bool) {
+	fail := func(code int, format string, args ...any) (redis.UniversalClient, *endpoint, int, bool) {
 		_, _ = fmt.Fprintf(stderr, "%s: %s\n", prog, fmt.Sprintf(format, args...))
-		return nil, code, false
+		return nil, nil, code, false
 	}
 	e, err := c.endpoint(false)
 	if err != nil {
@@ -564,7 +642,7 @@ func (c *connFlags) dial(ctx context.Context, prog string, stderr io.Writer, unt
 			continue
 		}
 		if err == nil {
-			return rdb, exitOK, true
+			return rdb, e, exitOK, true
 		}
 		if ctx.Err() == nil && retryable(err) && time.Now().Add(pause).Before(until) {
 			if note != nil {
@@ -586,12 +664,30 @@ func (c *connFlags) dial(ctx context.Context, prog string, stderr io.Writer, unt
 		var ne net.Error
 		switch {
 		case isAuthError(err):
-			return fail(exitFailure, "authentication failed at %s: %v (give the password in the URL, with --password-file, or in $REDIS_PASSWORD or $REDISCLI_AUTH)", e, err)
+			return fail(c.errorCode, "authentication failed at %s: %v (give the password in the URL, with --password-file, or in $REDIS_PASSWORD or $REDISCLI_AUTH)", e, err)
 		case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-			return fail(exitFailure, "cannot reach %s%s: no answer within %v (%v)", e, within, timeout, err)
+			return fail(c.errorCode, "cannot reach %s%s: no answer within %v (%v)%s", e, within, timeout, err, tlsHint(e, err))
 		}
-		return fail(exitFailure, "cannot reach %s%s: %v", e, within, err)
+		return fail(c.errorCode, "cannot reach %s%s: %v%s", e, within, err, tlsHint(e, err))
 	}
+}
+
+// tlsHint returns what to try when err may come from talking plain text
+// to a TLS port (the server hangs up: EOF, a reset) or TLS to a plain-text
+// one (the reply is no TLS record, or none comes: Redis waits for the end
+// of a line that the handshake never sends), or "".
+func tlsHint(e *endpoint, err error) string {
+	var (
+		record tls.RecordHeaderError
+		ne     net.Error
+	)
+	switch {
+	case !e.usesTLS() && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)):
+		return " (is it TLS? try --tls)"
+	case e.usesTLS() && (errors.As(err, &record) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()):
+		return " (is it plain text? drop --tls, or use a redis:// URL)"
+	}
+	return ""
 }
 
 // ping makes a client of the endpoint and PINGs it. For a standalone

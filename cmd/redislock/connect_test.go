@@ -128,8 +128,8 @@ func FuzzParseEndpoint(f *testing.F) {
 	})
 }
 
-// TestConnectErrors: a URL that does not parse, or a server that does not
-// answer, exits 1 at once with one line naming the problem; conflicting
+// TestConnectErrors: a URL that does not parse exits 1, a server that does
+// not answer 69, at once, with one line naming the problem; conflicting
 // flags exit 2.
 func TestConnectErrors(t *testing.T) {
 	t.Parallel()
@@ -141,12 +141,12 @@ func TestConnectErrors(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"silent server", []string{"--redis", "redis://" + silent}, nil, exitFailure, []string{"cannot reach Redis at " + silent, "no answer within 3s"}},
+		{"silent server", []string{"--redis", "redis://" + silent}, nil, exitUnavailable, []string{"cannot reach Redis at " + silent, "no answer within 3s"}},
 		{"bad scheme", []string{"--redis", "nonsense://x"}, nil, exitFailure, []string{"--redis", `"nonsense"`}},
 		{"bad REDIS_URL", nil, []string{"REDIS_URL=redis://host:1/notadb"}, exitFailure, []string{"REDIS_URL", "database"}},
-		{"dead server", []string{"--redis", "redis://" + dead}, nil, exitFailure, []string{"cannot reach Redis at " + dead, "refused"}},
-		{"dead cluster", []string{"--cluster", "--redis", dead}, nil, exitFailure, []string{"cannot reach Redis Cluster", dead}},
-		{"dead sentinels", []string{"--redis", "redis-sentinel://" + dead + "/mymaster"}, nil, exitFailure, []string{`cannot reach Redis master "mymaster"`, dead}},
+		{"dead server", []string{"--redis", "redis://" + dead}, nil, exitUnavailable, []string{"cannot reach Redis at " + dead, "refused"}},
+		{"dead cluster", []string{"--cluster", "--redis", dead}, nil, exitUnavailable, []string{"cannot reach Redis Cluster", dead}},
+		{"dead sentinels", []string{"--redis", "redis-sentinel://" + dead + "/mymaster"}, nil, exitUnavailable, []string{`cannot reach Redis master "mymaster"`, dead}},
 		{"cluster and sentinel", []string{"--cluster", "--sentinel-master", "m"}, nil, exitUsage, []string{"--cluster cannot be used with Sentinel"}},
 	} {
 		for _, sub := range [][]string{{"run", "k", "--", "true"}, {"status", "k"}, {"release", "k", "--token", "t"}} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,8 +79,8 @@ func TestPassword(t *testing.T) {
 		{name: "REDIS_PASSWORD", conn: plain, env: []string{"REDIS_PASSWORD=" + password}},
 		{name: "REDISCLI_AUTH", conn: plain, env: []string{"REDISCLI_AUTH=" + password}},
 		{name: "url-beats-env", conn: []string{"--redis", "redis://:" + password + "@" + srv.Addr()}, env: []string{"REDIS_PASSWORD=wrong"}},
-		{name: "none", conn: plain, code: exitFailure, want: "authentication failed at Redis at " + srv.Addr()},
-		{name: "wrong", conn: append([]string{"--password-file", wrong}, plain...), code: exitFailure, want: "authentication failed"},
+		{name: "none", conn: plain, code: exitUnavailable, want: "authentication failed at Redis at " + srv.Addr()},
+		{name: "wrong", conn: append([]string{"--password-file", wrong}, plain...), code: exitUnavailable, want: "authentication failed"},
 		{name: "file-and-url", conn: []string{"--password-file", file, "--redis", "redis://:x@" + srv.Addr()}, code: exitUsage, want: "give one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,8 +115,8 @@ func TestTLSFlags(t *testing.T) {
 	}{
 		{name: "ca-and-cert", flags: append([]string{"--tls-ca", srv.CAFile()}, cert...)},
 		{name: "insecure", flags: append([]string{"--tls-insecure"}, cert...)},
-		{name: "no-client-cert", flags: []string{"--tls-ca", srv.CAFile()}, code: exitFailure, want: "cannot reach"},
-		{name: "untrusted", flags: cert, code: exitFailure, want: "certificate"},
+		{name: "no-client-cert", flags: []string{"--tls-ca", srv.CAFile()}, code: exitUnavailable, want: "cannot reach"},
+		{name: "untrusted", flags: cert, code: exitUnavailable, want: "certificate"},
 		{name: "cert-without-key", flags: []string{"--tls-cert", srv.ClientCertFile()}, code: exitUsage, want: "go together"},
 		{name: "not-rediss", flags: append([]string{"--redis", "redis://" + srv.TLSAddr(), "--tls-ca", srv.CAFile()}, cert...), code: exitUsage, want: "rediss://"},
 	} {
@@ -131,5 +132,80 @@ func TestTLSFlags(t *testing.T) {
 				t.Errorf("stdout = %q, want the command's env line", r.stdout)
 			}
 		})
+	}
+}
+
+// TestRunCredentialsNotPassed: the command does not inherit the password
+// that redislock was given through its environment ($REDIS_PASSWORD,
+// $REDISCLI_AUTH, a $REDIS_URL that holds one); --keep-credentials passes
+// them on. A $REDIS_URL without a password is passed on.
+func TestRunCredentialsNotPassed(t *testing.T) {
+	t.Parallel()
+	const password = "s3cret-pw" //nolint:gosec // a test server's
+	srv := redistest.NewServer(t, redistest.Redis)
+	if err := srv.Client(t).ConfigSet(context.Background(), "requirepass", password).Err(); err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{"REDIS_PASSWORD=" + password, "REDISCLI_AUTH=" + password, "REDIS_URL=redis://:" + password + "@" + srv.Addr()}
+	for _, tc := range []struct {
+		name  string
+		env   []string
+		flags []string
+		want  []string // variables the command must see
+		not   []string // names it must not see
+	}{
+		{name: "removed", env: secrets, not: []string{"REDIS_PASSWORD=", "REDISCLI_AUTH=", "REDIS_URL="}},
+		{name: "kept", env: secrets, flags: []string{"--keep-credentials"}, want: secrets},
+		{name: "url-without-password", env: []string{"REDIS_URL=redis://" + srv.Addr(), "REDISCLI_AUTH=" + password},
+			want: []string{"REDIS_URL=redis://" + srv.Addr()}, not: []string{"REDISCLI_AUTH="}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			key := redistest.Key(t, "lock")
+			a := append(append([]string{"run"}, tc.flags...), key, "--", "env")
+			r := redislockCmd(t, tc.env, a...)
+			if r.code != 0 {
+				t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+			}
+			lines := strings.Split(r.stdout, "\n")
+			for _, w := range tc.want {
+				if !slices.Contains(lines, w) {
+					t.Errorf("the command's environment lacks %s", w)
+				}
+			}
+			for _, n := range tc.not {
+				for _, l := range lines {
+					if strings.HasPrefix(l, n) {
+						t.Errorf("the command's environment has %s", l)
+					}
+				}
+			}
+			if len(tc.want) == 0 && strings.Contains(r.stdout, password) {
+				t.Errorf("the command's environment shows the password:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+func TestURLHasPassword(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want bool
+	}{
+		{"redis://127.0.0.1:6379", false},
+		{"redis://127.0.0.1:6379/2?dial_timeout=3s", false},
+		{"127.0.0.1:6379", false},
+		{"redis://:pw@127.0.0.1:6379", true},
+		{"redis://user:pw@127.0.0.1:6379", true},
+		{"rediss://pw@host", true},
+		{":pw@host:1", true},
+		{"redis-sentinel://s1,s2/master?password=pw", true},
+		{"redis-sentinel://s1/master?sentinel_password=pw", true},
+		{"redis://:pa/ss#w@rd@host", true},
+		{"unix:///run/redis.sock?db=1", false},
+	} {
+		if got := urlHasPassword(tc.url); got != tc.want {
+			t.Errorf("urlHasPassword(%q) = %v, want %v", tc.url, got, tc.want)
+		}
 	}
 }

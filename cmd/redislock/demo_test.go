@@ -141,7 +141,7 @@ func TestRun(t *testing.T) {
 		{args: []string{"nope"}, code: 2, stderr: `unknown command "nope"`, noStdout: true},
 		{args: []string{"--help"}, code: 0, stdout: "demo", noStderr: true},
 		{args: []string{"demo", "--help"}, code: 0, stdout: "usage: redislock demo", noStderr: true},
-		{args: []string{"demo", "--bogus"}, code: 2, stderr: "flag provided but not defined", noStdout: true},
+		{args: []string{"demo", "--bogus"}, code: 2, stderr: "unknown flag --bogus", noStdout: true},
 		{args: []string{"demo", "extra"}, code: 2, stderr: `unexpected argument "extra"`, noStdout: true},
 		{args: []string{"demo", "--redis", "nonsense://x"}, code: 1, stderr: "--redis", noStdout: true},
 	} {

@@ -9,7 +9,8 @@ import (
 // on the goroutine of "run": --verbose writes each event as a line on
 // stderr; a metrics or tracing hook would be another implementation.
 type lockEvents interface {
-	// obtained: the lock is held, certainly until validUntil.
+	// obtained: the lock is held, certainly until validUntil (the end of
+	// its lease as the keep-alive knows it).
 	obtained(lock held, validUntil time.Time)
 	// refreshed: a refresh succeeded; the lock is held until validUntil.
 	refreshed(key string, validUntil time.Time)
@@ -33,34 +34,45 @@ func (noEvents) lost(string, error)                {}
 func (noEvents) released(string)                   {}
 
 // verboseEvents writes each event as a line, through say. With limit
-// above 0 (--limit) the run holds a permit of a semaphore, and the lines
-// say so.
+// above 0 (--limit) the run holds a permit of a semaphore, with shared
+// (--shared) a shared hold of an RWMutex, and the lines say so.
 type verboseEvents struct {
-	say   func(format string, args ...any)
-	limit int
+	say    func(format string, args ...any)
+	limit  int
+	shared bool
+	// since is when the lock was obtained, for the release's line.
+	since time.Time
 }
 
-// subject names what the run holds: KEY, or the permit of KEY.
+// subject names what the run holds: KEY, the permit of KEY or the shared
+// hold of KEY.
 func (v *verboseEvents) subject(key string) string {
-	if v.limit > 0 {
+	switch {
+	case v.limit > 0:
 		return "the permit of " + key
+	case v.shared:
+		return "the shared hold of " + key
 	}
 	return key
 }
 
 func (v *verboseEvents) obtained(lock held, validUntil time.Time) {
+	v.since = time.Now()
 	what, detail := lock.Key(), "token "+shortToken(lock.Token())
 	if f := lock.FenceToken(); f != 0 {
 		detail += fmt.Sprintf(", fence token %d", f)
 	}
-	if v.limit > 0 {
+	switch {
+	case v.limit > 0:
 		what, detail = "a permit of "+lock.Key(), fmt.Sprintf("limit %d, %s", v.limit, detail)
+	case v.shared:
+		what = "a shared hold of " + lock.Key()
 	}
-	v.say("obtained %s (%s); held for %v", what, detail, roundMs(time.Until(validUntil)))
+	v.say("obtained %s (%s); its lease ends in %v", what, detail, roundMs(time.Until(validUntil)))
 }
 
 func (v *verboseEvents) refreshed(key string, validUntil time.Time) {
-	v.say("refreshed %s; held for %v", v.subject(key), roundMs(time.Until(validUntil)))
+	v.say("refreshed %s; its lease ends in %v", v.subject(key), roundMs(time.Until(validUntil)))
 }
 
 func (v *verboseEvents) retrying(what string, err error, until time.Time) {
@@ -72,7 +84,11 @@ func (v *verboseEvents) lost(key string, err error) {
 }
 
 func (v *verboseEvents) released(key string) {
-	v.say("released %s", v.subject(key))
+	if v.since.IsZero() { // released before its command started
+		v.say("released %s", v.subject(key))
+		return
+	}
+	v.say("released %s (held for %v)", v.subject(key), roundMs(time.Since(v.since)))
 }
 
 // shortToken is the first 8 characters of a token, as status shows it:

@@ -10,9 +10,18 @@ import (
 // command: the command's own exit code, or 128+N when a signal N killed it,
 // as shells report it.
 const (
-	exitOK      = 0
-	exitFailure = 1 // Redis unreachable, a bad URL, a Redis error
+	exitOK = 0
+	// exitFailure: redislock failed on its own side: a URL that does not
+	// parse, a file it cannot read (--password-file, --tls-*), a failure of
+	// the system (waiting for COMMAND).
+	exitFailure = 1
 	exitUsage   = 2 // a bad flag, a missing argument
+
+	// exitUnavailable: Redis could not be used: unreachable, TLS or
+	// authentication refused, a Redis error, a reply that is not Redis's.
+	// It is EX_UNAVAILABLE of sysexits.h; --redis-error-exit-code changes
+	// it. (A job exits 1 often: Redis failing must not look like it.)
+	exitUnavailable = 69
 
 	// exitNotHeld: "release" found the lock not held with the given token
 	// (gone, or held by another).

@@ -33,7 +33,52 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code
 		fs.SetOutput(stderr)
 		return 0, false
 	}
-	return usageFailure(stderr, fs.Name(), err.Error()), false
+	return usageFailure(stderr, fs.Name(), flagError(err)), false
+}
+
+// flagError rewords an error of [flag.FlagSet.Parse] so that it names the
+// flag as the help does ("-w", "--wait"), where the flag package names
+// every flag with one dash.
+func flagError(err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return "unknown flag " + dashed(name)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return dashed(name) + " needs a value"
+	}
+	for _, form := range []struct{ head, mid string }{
+		{"invalid value ", " for flag -"},
+		{"invalid boolean value ", " for -"},
+	} {
+		rest, ok := strings.CutPrefix(msg, form.head)
+		if !ok {
+			continue
+		}
+		value, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return msg
+		}
+		rest, ok = strings.CutPrefix(rest[len(value):], form.mid)
+		name, why, cut := strings.Cut(rest, ": ")
+		if !ok || !cut {
+			return msg
+		}
+		if form.head == "invalid boolean value " {
+			why = "want true or false"
+		}
+		return fmt.Sprintf("invalid value %s for %s: %s", value, dashed(name), why)
+	}
+	return msg
+}
+
+// dashed names a flag as the help does: "-w" for a one-letter name,
+// "--wait" for the others.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // parseInterspersed is parseFlags for subcommands whose flags may come
@@ -153,28 +198,46 @@ func (w *waitValue) String() string {
 	return w.d.String()
 }
 
-// aliases maps a flag's short name to its long one, for [printFlags] and
-// the completion scripts: both are defined on the FlagSet, for the same
+// aliases maps another name of a flag (a short one, "w", or a long one,
+// "timeout") to the flag's own name ("wait"), for [printFlags] and the
+// completion scripts: both names are defined on the FlagSet, for the same
 // value.
 type aliases map[string]string
 
-// alias defines short as another name of the flag long, already defined.
-func (a aliases) alias(fs *flag.FlagSet, short, long string) {
+// alias defines name as another name of the flag long, already defined.
+func (a aliases) alias(fs *flag.FlagSet, name, long string) {
 	f := fs.Lookup(long)
-	fs.Var(f.Value, short, "same as --"+long)
-	a[short] = long
+	fs.Var(f.Value, name, "same as --"+long)
+	a[name] = long
+}
+
+// of returns the other names of the flag long, one-letter names first,
+// each with its dashes: "-w", "--timeout".
+func (a aliases) of(long string) []string {
+	var names []string
+	for n, l := range a {
+		if l == long {
+			names = append(names, n)
+		}
+	}
+	slices.SortFunc(names, func(x, y string) int {
+		if (len(x) == 1) != (len(y) == 1) {
+			return len(x) - len(y)
+		}
+		return strings.Compare(x, y)
+	})
+	for i, n := range names {
+		names[i] = dashed(n)
+	}
+	return names
 }
 
 // printFlags writes the flags of fs, as flag.PrintDefaults does but with
-// "--" and with each short alias beside its long name.
-func printFlags(w io.Writer, fs *flag.FlagSet, short aliases) {
-	shortOf := make(map[string]string)
-	for s, l := range short {
-		shortOf[l] = s
-	}
+// "--" and with each flag's other names beside it ("-w, --wait, --timeout").
+func printFlags(w io.Writer, fs *flag.FlagSet, other aliases) {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) {
-		if _, isAlias := short[f.Name]; !isAlias {
+		if _, isAlias := other[f.Name]; !isAlias {
 			names = append(names, f.Name)
 		}
 	})
@@ -182,9 +245,17 @@ func printFlags(w io.Writer, fs *flag.FlagSet, short aliases) {
 	for _, name := range names {
 		f := fs.Lookup(name)
 		arg, usage := flag.UnquoteUsage(f)
-		head := "      --" + name
-		if s, ok := shortOf[name]; ok {
-			head = "  -" + s + ", --" + name
+		var short, long []string
+		for _, n := range other.of(name) {
+			if strings.HasPrefix(n, "--") {
+				long = append(long, n)
+			} else {
+				short = append(short, n)
+			}
+		}
+		head := "      --" + strings.Join(append([]string{name}, long...), ", ")
+		if len(short) > 0 {
+			head = "  " + strings.Join(short, ", ") + ", --" + strings.Join(append([]string{name}, long...), ", ")
 		}
 		if arg != "" && !isBoolFlag(f) {
 			head += " " + arg

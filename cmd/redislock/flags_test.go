@@ -84,8 +84,11 @@ func TestUsage(t *testing.T) {
 		{[]string{"run", "--wait", "-1s", "k", "true"}, "--wait -1s is negative"},
 		{[]string{"run", "--grace", "-1s", "k", "true"}, "--grace -1s is negative"},
 		{[]string{"run", "--conflict-exit-code", "256", "k", "true"}, "not in 0..255"},
-		{[]string{"run", "--ttl", "forever", "k", "true"}, "invalid value"},
-		{[]string{"run", "k", "-x"}, "flag provided but not defined: -x"},
+		{[]string{"run", "--ttl", "forever", "k", "true"}, `invalid value "forever" for --ttl: not a duration`},
+		{[]string{"run", "k", "-Z"}, "unknown flag -Z"},
+		{[]string{"run", "-bogus", "k", "true"}, "unknown flag --bogus"},
+		{[]string{"run", "k", "--ttl"}, "--ttl needs a value"},
+		{[]string{"run", "--quiet=maybe", "k", "true"}, `invalid value "maybe" for --quiet`},
 		{[]string{"status"}, "missing KEY"},
 		{[]string{"status", ""}, "empty KEY"},
 		{[]string{"release", "k"}, "missing --token"},
@@ -101,13 +104,17 @@ func TestUsage(t *testing.T) {
 		{[]string{"run", "k", "-c", "echo hi", "extra"}, "-c gives the whole command"},
 		{[]string{"run", "-c", "echo hi"}, "missing KEY"},
 		{[]string{"run", "-E", "300", "k", "true"}, "not in 0..255"},
-		{[]string{"status", "--bogus", "k"}, "flag provided but not defined: -bogus"},
+		{[]string{"status", "--bogus", "k"}, "unknown flag --bogus"},
 		{[]string{"completion", "fish"}, `unknown shell "fish"`},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr)
 		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) || stdout.Len() > 0 {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and %q on stderr only", tc.args, code, stdout.String(), stderr.String(), exitUsage, tc.want)
+		}
+		// Flags are named as the help names them: -x, --name.
+		if strings.Contains(stderr.String(), " -ttl") || strings.Contains(stderr.String(), " -bogus") || strings.Contains(stderr.String(), "flag provided") {
+			t.Errorf("%q: stderr = %q names a flag with one dash, or in the flag package's words", tc.args, stderr.String())
 		}
 		// One line, and where to read more: not the whole help.
 		if lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); len(lines) != 2 || lines[1] != "see 'redislock "+tc.args[0]+" --help'" {
@@ -120,7 +127,7 @@ func TestUsage(t *testing.T) {
 	}
 	stdout.Reset()
 	_ = run(context.Background(), []string{"run", "--help"}, &stdout, &stderr)
-	for _, want := range []string{"-w, --wait SECONDS", "-n, --nonblock", "-E, --conflict-exit-code CODE", "-c, --command SHELL-COMMAND", "-q, --quiet", "-v, --verbose", "--password-file FILE", "--tls-ca FILE", "SSL_CERT_FILE", "up to TTL/3 later", "within a second"} {
+	for _, want := range []string{"-w, --wait, --timeout SECONDS", "-n, --nonblock", "-s, --shared", "-e, -x, --exclusive", "-o, --close", "-V, --version", "--keep-credentials", "--tls", "--redis-error-exit-code CODE", "-E, --conflict-exit-code CODE", "-c, --command SHELL-COMMAND", "-q, --quiet", "-v, --verbose", "--password-file FILE", "--tls-ca FILE", "SSL_CERT_FILE", "up to TTL/3 later", "within a second"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("run --help lacks %q", want)
 		}
@@ -162,5 +169,30 @@ func TestVersion(t *testing.T) {
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "redislock ") || !strings.Contains(r.stdout, "go-redis v9") {
 			t.Errorf("%s: exit %d, stdout %q; want a version line", a, r.code, r.stdout)
 		}
+	}
+}
+
+// TestUsageAligned: the command list of "redislock --help" starts every
+// summary in one column, whatever the length of the names.
+func TestUsageAligned(t *testing.T) {
+	var stdout bytes.Buffer
+	usage(&stdout)
+	_, list, ok := strings.Cut(stdout.String(), "Commands:\n")
+	if !ok {
+		t.Fatalf("no command list in:\n%s", stdout.String())
+	}
+	list, _, _ = strings.Cut(list, "\n\n")
+	column := -1
+	for _, l := range strings.Split(list, "\n") {
+		name := strings.Fields(l)[0]
+		at := strings.Index(l, name) + len(name)
+		gap := len(l[at:]) - len(strings.TrimLeft(l[at:], " "))
+		if gap < 2 {
+			t.Errorf("%q: want at least two spaces after the name", l)
+		}
+		if column >= 0 && at+gap != column {
+			t.Errorf("%q: summary at column %d, want %d as above", l, at+gap, column)
+		}
+		column = at + gap
 	}
 }

@@ -28,7 +28,8 @@ func helper(mode string, args ...string) (env, command []string) {
 //	exit CODE      exits with CODE
 //	hold CODE      prints "ready", waits for a line (or EOF) on stdin, exits with CODE
 //	sleep D        prints "ready", sleeps D, prints "done", exits 0
-//	trap           prints "ready", waits for SIGINT or SIGTERM, prints "got SIGNAL", exits 9
+//	trap [FILE]    prints "ready", waits for SIGINT or SIGTERM, writes the time
+//	               (Unix nanoseconds) to FILE if given, prints "got SIGNAL", exits 9
 //	ignore         ignores SIGTERM, prints "ready", waits forever
 //	heartbeat FILE ignores SIGTERM, prints "ready", then appends the time
 //	               (Unix nanoseconds) to FILE every millisecond, forever
@@ -67,6 +68,11 @@ func helperMain(mode string, args []string) int {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 		fmt.Println("ready")
 		sig := <-sigs
+		if arg != "" {
+			if err := os.WriteFile(arg, fmt.Appendf(nil, "%d\n", time.Now().UnixNano()), 0o600); err != nil { //nolint:gosec // a file the test names
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}
 		fmt.Printf("got %s\n", signalName(sig.(syscall.Signal)))
 		return 9
 	case "ignore":

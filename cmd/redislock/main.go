@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
-	case "-version", "--version":
+	case "-V", "-version", "--version":
 		return runVersion(ctx, args[1:], stdout, stderr)
 	}
 	for _, c := range commands() {
@@ -104,11 +104,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	_, _ = fmt.Fprintln(w, "usage: redislock <command> [flags]")
-	_, _ = fmt.Fprintln(w, "       redislock --version")
+	_, _ = fmt.Fprintln(w, "       redislock --version (-V)")
 	_, _ = fmt.Fprintln(w)
 	_, _ = fmt.Fprintln(w, "Commands:")
+	width := 0
 	for _, c := range commands() {
-		_, _ = fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		_, _ = fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	_, _ = fmt.Fprintln(w)
 	_, _ = fmt.Fprintln(w, mainHelp)

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
 )
 
@@ -21,6 +23,9 @@ multi-key lock (which must then all be held with TOKEN).
 "redislock status --json KEY" shows the token of the current holder;
 "redislock run" gives its command the token as $REDISLOCK_TOKEN.
 
+The token of a shared hold ("redislock run --shared") is refused, saying
+so: a shared hold ends with its run, or expires by itself at its TTL.
+
 A holder still running notices the release at its next refresh, up to a
 third of its TTL later, and only then stops its command ("redislock run"
 exits 76): until then both it and a new holder may run.
@@ -31,7 +36,8 @@ Exit status:
      released, or is held with another token); for several keys, the keys
      still held with TOKEN were deleted and the others were not held with
      it: "lock was partly lost" (each key gets a line)
-  1  a Redis error
+  69 Redis could not be reached or failed; --redis-error-exit-code changes it
+  1  a URL that does not parse, a file that cannot be read
   2  a usage error
 
 Examples:
@@ -65,6 +71,8 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageFailure(stderr, "release", "missing KEY")
 	case *token == "":
 		return usageFailure(stderr, "release", "missing --token: only the holder's token releases a lock")
+	case conn.check() != "":
+		return usageFailure(stderr, "release", conn.check())
 	}
 
 	rdb, code, ok := conn.connect(ctx, prog, stderr)
@@ -97,7 +105,14 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case errors.Is(err, redislock.ErrLockNotHeld):
 		partly := false
 		for i, k := range keys {
-			switch info := before[i]; {
+			info := before[i]
+			var shared time.Duration
+			if info != nil && !info.Held {
+				shared = sharedTTL(ctx, rdb, k, *token)
+			}
+			switch {
+			case shared > 0:
+				_, _ = fmt.Fprintf(stderr, "%s: %s: this token is a shared hold (redislock run --shared), which release cannot end: it expires by itself within %v, or when its run ends\n", prog, k, shared.Round(time.Millisecond))
 			case info == nil:
 				_, _ = fmt.Fprintf(stderr, "%s: %s: not held with this token\n", prog, k)
 			case !info.Held:
@@ -118,5 +133,20 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitNotHeld
 	}
 	_, _ = fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-	return exitFailure
+	return conn.errorCode
+}
+
+// sharedTTL returns the time left to the shared hold of key with token, or
+// 0 when there is none (or the holds cannot be read).
+func sharedTTL(ctx context.Context, rdb redis.UniversalClient, key, token string) time.Duration {
+	holds, err := sharedHolds(ctx, rdb, key)
+	if err != nil {
+		return 0
+	}
+	for _, h := range holds {
+		if h.Token == token {
+			return h.TTL
+		}
+	}
+	return 0
 }

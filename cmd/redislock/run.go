@@ -43,12 +43,26 @@ its permit to the job that has waited longest. Every job should give the
 same N (a job with a smaller N waits until fewer than its own N hold KEY).
 "redislock status KEY" lists the holders.
 
+Shared runs (-s, --shared, flock's -s): any number of shared runs of KEY
+run at once, and none while an exclusive run (the default, -x) holds KEY:
+an exclusive run is refused, or with --wait waits until the last shared
+run has ended (new shared runs wait behind it); a shared run beside an
+exclusive one is refused, or with --wait looks again, every second at
+most, until KEY is free. A shared hold expires by itself at its TTL when
+its run is gone; "redislock status KEY" lists them.
+
+flock's habits: --timeout is --wait; -x (-e, --exclusive) is the default;
+-o (--close) changes nothing (COMMAND never holds the lock: redislock
+does); -V prints the version.
+
 COMMAND's environment gets:
   REDISLOCK_KEY          KEY
   REDISLOCK_TOKEN        the lock's token (for "redislock release")
   REDISLOCK_FENCE_TOKEN  with --fence-key: this acquisition's fencing token, greater
                          than every earlier holder's; stamp writes with it, so that
                          the resource can refuse those of a holder that lost the lock
+It does not get $REDIS_PASSWORD, $REDISCLI_AUTH, nor a $REDIS_URL that holds
+a password, which redislock itself reads (--keep-credentials passes them on).
 
 Lock lost: COMMAND is dead before the lease it holds can expire. If Redis
 cannot be reached to renew the lease, COMMAND's process group gets SIGTERM
@@ -59,6 +73,17 @@ lease would have ended before. Either way redislock exits 76. A release or
 takeover by another is found by the next refresh, up to TTL/3 later: until
 then COMMAND runs on. A loss found only by the release after COMMAND exited
 also exits 76: the job ran partly unprotected.
+
+Redis restarted, or the connection broken: redislock keeps a connection
+of its own blocked on the server that holds KEY. When it breaks, redislock
+reaches the server again (every 10 ms for 10 seconds) and checks the
+lock at once: one lost to a restart without persistence (the server's
+run_id changes) stops COMMAND as above, long before the next refresh. A
+run that obtains the lock from a server up for less than 2 seconds waits a
+second before it starts COMMAND, for a run from before a restart to find
+its lock gone first. A restart that redislock cannot see (its connection goes through
+something that hides it) is found by the next refresh: only fencing
+tokens (--fence-key) protect the resource then.
 
 Signals: COMMAND runs in a process group of its own. SIGINT, SIGTERM, SIGHUP,
 SIGQUIT, SIGUSR1 and SIGUSR2 sent to redislock are forwarded to that group,
@@ -84,11 +109,14 @@ Exit status:
                change it with -E (--conflict-exit-code)
   76           the lock was lost, or could not be renewed in time, while COMMAND
                ran (COMMAND was stopped)
+  69           Redis could not be reached or failed (refused or timed out,
+               TLS or authentication refused, a Redis error, a reply that is
+               not Redis's): nothing ran; change it with --redis-error-exit-code
   126, 127     COMMAND could not be run, or was not found (nothing was locked)
   128+N        interrupted by signal N while waiting for the lock
   2            usage error
-  1            other failures: Redis unreachable, authentication failed, a bad
-               URL, a Redis error
+  1            other failures: a URL that does not parse, a file that cannot be
+               read (--password-file, --tls-*)
 
 Examples:
   # one replica at a time runs the nightly report; the others skip it quietly
@@ -103,6 +131,10 @@ Examples:
   # fencing: the job stamps its writes with the fencing token
   redislock run --fence-key '{migrate}:fence' '{migrate}:lock' -- \
       sh -c 'migrate --fence-token "$REDISLOCK_FENCE_TOKEN"'
+
+  # many readers at once, never beside the nightly rebuild (flock -s / -x)
+  redislock run -s catalog -- ./read-catalog.sh
+  redislock run -w 600 catalog -- ./rebuild-catalog.sh
 
   # at most 4 encoders at once across the fleet, waiting for a free slot
   redislock run --limit 4 --wait forever encode -- ./encode.sh input.mp4
@@ -141,6 +173,15 @@ type runOptions struct {
 	// (consul lock -n): obtain takes one of N permits instead of the lock,
 	// and the rest of run holds the permit as it would the lock.
 	limit int
+	// shared (--shared, flock's -s) takes a shared hold of KEY instead of
+	// the lock (shared.go); exclusive (-x) is the default, said aloud.
+	shared, exclusive bool
+	// closeFD is flock's -o, accepted: it changes nothing here.
+	closeFD bool
+	// version (-V) prints the version instead of running anything.
+	version bool
+	// keepCredentials passes the password variables on to COMMAND.
+	keepCredentials bool
 }
 
 // held is what "run" holds while its command runs: a lock, or with
@@ -170,8 +211,19 @@ func newRunFlags() (*flag.FlagSet, *runOptions, aliases) {
 	fs.StringVar(&o.fenceKey, "fence-key", "", "fencing counter `KEY`: sets REDISLOCK_FENCE_TOKEN (on a Cluster, in KEY's hash slot)")
 	fs.StringVar(&o.metadata, "metadata", "", "`TEXT` stored with the lock, shown by status (default hostname:pid)")
 	fs.IntVar(&o.limit, "limit", 0, "run while fewer than `N` jobs hold KEY, a counting semaphore of N permits (default 0: KEY is a lock, one job)")
+	fs.BoolVar(&o.shared, "shared", false, "take a shared hold of KEY: shared runs run together, never beside an exclusive one (flock's -s; see Shared runs)")
+	fs.BoolVar(&o.exclusive, "exclusive", false, "take KEY exclusively: the default (flock's -x)")
+	fs.BoolVar(&o.closeFD, "close", false, "accepted for flock's sake; changes nothing: COMMAND never holds the lock, redislock does (flock's -o)")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.BoolVar(&o.keepCredentials, "keep-credentials", false, "pass $REDIS_PASSWORD, $REDISCLI_AUTH and a $REDIS_URL that holds a password on to COMMAND (by default it does not get them)")
 	o.conn = addConnFlags(fs)
 	short.alias(fs, "w", "wait")
+	short.alias(fs, "timeout", "wait")
+	short.alias(fs, "s", "shared")
+	short.alias(fs, "x", "exclusive")
+	short.alias(fs, "e", "exclusive")
+	short.alias(fs, "o", "close")
+	short.alias(fs, "V", "version")
 	short.alias(fs, "n", "nonblock")
 	short.alias(fs, "E", "conflict-exit-code")
 	short.alias(fs, "c", "command")
@@ -224,6 +276,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	if o.version {
+		return runVersion(ctx, nil, stdout, stderr)
+	}
 	if !flagSet(fs, "grace") {
 		*o.grace = min(defaultGrace, *o.ttl/3)
 	}
@@ -253,9 +308,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r := &runner{
 		prog: prog, key: key, ttl: *o.ttl, grace: *o.grace, stderr: stderr,
 		quiet: o.quiet, verbose: o.verbose, events: noEvents{},
+		limit: o.limit, shared: o.shared, keepCredentials: o.keepCredentials,
+		errorCode: o.conn.errorCode,
 	}
 	if o.verbose {
-		r.events = &verboseEvents{say: r.say, limit: o.limit}
+		r.events = &verboseEvents{say: r.say, limit: o.limit, shared: o.shared}
 	}
 	waiting := o.wait.forever || o.wait.d > 0
 	var until time.Time
@@ -269,7 +326,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.verbose {
 		note = r.say
 	}
-	rdb, code, ok := o.conn.dial(wctx, prog, stderr, until, note)
+	rdb, e, code, ok := o.conn.dial(wctx, prog, stderr, until, note)
 	if !ok {
 		if sig, ok := stopWatch(); ok {
 			return r.interruptedWaiting(sig)
@@ -277,9 +334,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer func() { _ = rdb.Close() }()
+	r.rdb, r.endpoint = rdb, e
 
-	r.limit = o.limit
-	lock, code, ok := r.obtain(wctx, rdb, until, &o.wait, o.fenceKey, o.metadata, o.conflictCode)
+	lock, code, ok := r.obtain(wctx, until, &o.wait, o.fenceKey, o.metadata, o.conflictCode)
+	if ok {
+		// A server that has just started may have restarted empty under
+		// a run that has not seen it yet (serverwatch.go).
+		var uptime time.Duration
+		r.runID, uptime = serverStart(wctx, rdb, key)
+		if uptime >= 0 && uptime < restartRecent {
+			r.holdBack = restartHoldBack
+		}
+	}
 	if sig, interrupted := stopWatch(); interrupted {
 		_ = r.release(base, lock)
 		return r.interruptedWaiting(sig)
@@ -318,8 +384,14 @@ func checkRunArgs(key string, present bool, command []string, o *runOptions) str
 		return fmt.Sprintf("--limit %d is negative", o.limit)
 	case o.conflictCode < 0 || o.conflictCode > 255:
 		return fmt.Sprintf("--conflict-exit-code %d is not in 0..255", o.conflictCode)
+	case o.shared && o.exclusive:
+		return "-s (--shared) contradicts -x (--exclusive)"
+	case o.shared && o.limit > 0:
+		return "--shared and --limit: KEY is a lock (shared or exclusive) or a semaphore, not both"
+	case o.shared && o.fenceKey != "":
+		return "--fence-key cannot be used with --shared: shared runs get no fencing token (exclusive runs are the writers)"
 	}
-	return ""
+	return o.conn.check()
 }
 
 // runner is one "run": the lock's settings and where to report.
@@ -332,10 +404,25 @@ type runner struct {
 	quiet  bool
 	// limit above 0: KEY is a semaphore of limit permits (--limit).
 	limit int
+	// shared: the run takes a shared hold of KEY (--shared).
+	shared bool
+	// keepCredentials: COMMAND gets the password variables (--keep-credentials).
+	keepCredentials bool
+	// errorCode: the exit status when Redis fails (--redis-error-exit-code).
+	errorCode int
 	// verbose: events go to stderr, and refreshes are looked for on a
 	// ticker too, to be told as they happen.
 	verbose bool
 	events  lockEvents
+
+	rdb      redis.UniversalClient
+	endpoint *endpoint // what rdb reached: the watch makes its own client of it
+	// runID is the run_id of the server that holds KEY, read after the
+	// obtain ("" when it cannot be read).
+	runID string
+	// holdBack, when above 0, is how long the run holds the lock before it
+	// starts COMMAND: the server had just started when it was obtained.
+	holdBack time.Duration
 }
 
 // say writes one line on stderr, prefixed with the program's name.
@@ -346,25 +433,34 @@ func (r *runner) say(format string, args ...any) {
 // obtain takes the lock, waiting until until when wait asks for it, and
 // trying again meanwhile after errors that may pass. On failure it has
 // said why, and returns the exit code.
-func (r *runner) obtain(ctx context.Context, rdb redis.UniversalClient, until time.Time, wait *waitValue, fenceKey, metadata string, conflictCode int) (held, int, bool) {
+func (r *runner) obtain(ctx context.Context, until time.Time, wait *waitValue, fenceKey, metadata string, conflictCode int) (held, int, bool) {
 	waiting := !until.IsZero()
 	opt := &redislock.Options{Metadata: metadata, FenceKey: fenceKey}
 	if waiting {
-		// Locks and permits alike: the release of a holder that waited
-		// too hands over to the longest waiter.
+		// Locks, permits and read holds alike: the release of a holder
+		// that waited too hands over to the longest waiter.
 		opt.RetryStrategy = redislock.WaitForRelease(nil)
 	}
-	locker := redislock.New(rdb)
+	locker := redislock.New(r.rdb)
 	take := func(ctx context.Context) (held, error) {
-		if r.limit > 0 {
+		switch {
+		case r.limit > 0:
 			p, err := locker.Semaphore(r.key, r.limit).Acquire(ctx, r.ttl, opt)
 			if err != nil {
 				return nil, err
 			}
 			return p, nil
+		case r.shared:
+			return r.takeShared(ctx, locker, opt)
 		}
 		lock, err := locker.Obtain(ctx, r.key, r.ttl, opt)
 		if err != nil {
+			return nil, err
+		}
+		if err := r.excludeShared(ctx, locker, lock, &redislock.Options{Metadata: metadata, RetryStrategy: opt.RetryStrategy}); err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
+			_ = lock.Release(rctx) // not released, it expires at its TTL
+			cancel()
 			return nil, err
 		}
 		return lock, nil
@@ -378,24 +474,16 @@ func (r *runner) obtain(ctx context.Context, rdb redis.UniversalClient, until ti
 		octx, cancel := context.WithDeadline(ctx, deadline)
 		lock, err := take(octx)
 		cancel()
+		invalid := errors.Is(err, redislock.ErrInvalidKey) || errors.Is(err, redislock.ErrCrossSlot) || errors.Is(err, redislock.ErrInvalidTTL) || errors.Is(err, redislock.ErrInvalidLimit)
+		// A shared run that found KEY held by an exclusive one looks again
+		// (nothing wakes it), as after an error that may pass.
+		again := errors.Is(err, errExclusiveHeld) || !errors.Is(err, redislock.ErrNotObtained) && !invalid && retryable(err)
 		switch {
 		case err == nil:
 			return lock, 0, true
 		case ctx.Err() != nil:
 			return nil, 0, false // interrupted: the caller says so
-		case errors.Is(err, redislock.ErrNotObtained):
-			if !r.quiet {
-				within := ""
-				if waiting {
-					within = " within " + wait.String()
-				}
-				r.say("%s is held%s: not obtained%s", r.key, r.holder(ctx, locker), within)
-			}
-			return nil, conflictCode, false
-		case errors.Is(err, redislock.ErrInvalidKey), errors.Is(err, redislock.ErrCrossSlot), errors.Is(err, redislock.ErrInvalidTTL), errors.Is(err, redislock.ErrInvalidLimit):
-			r.say("%v", err)
-			return nil, exitUsage, false
-		case waiting && retryable(err) && time.Now().Add(pause).Before(until):
+		case waiting && again && time.Now().Add(pause).Before(until):
 			r.events.retrying(fmt.Sprintf("obtain %s", r.key), err, until)
 			t := time.NewTimer(pause)
 			select {
@@ -405,14 +493,27 @@ func (r *runner) obtain(ctx context.Context, rdb redis.UniversalClient, until ti
 			}
 			pause = min(2*pause, time.Second)
 			continue
+		case errors.Is(err, redislock.ErrNotObtained):
+			if !r.quiet {
+				within := ""
+				if waiting {
+					within = " within " + wait.String()
+				}
+				r.say("%s is held%s: not obtained%s", r.key, r.holder(ctx, locker), within)
+			}
+			return nil, conflictCode, false
+		case invalid:
+			r.say("%v", err)
+			return nil, exitUsage, false
 		}
 		r.say("obtain %s: %v", r.key, err)
-		return nil, exitFailure, false
+		return nil, r.errorCode, false
 	}
 }
 
 // holder describes who holds key, for the message of a lock not obtained:
-// " by METADATA (expires in 9.8s)", or "" when that cannot be read.
+// " by METADATA (expires in 9.8s)", " by 2 shared runs: …" for an
+// exclusive run that shared runs keep out, or "" when that cannot be read.
 func (r *runner) holder(ctx context.Context, locker *redislock.Client) string {
 	ictx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
@@ -420,8 +521,14 @@ func (r *runner) holder(ctx context.Context, locker *redislock.Client) string {
 		return r.permitHolders(ictx, locker)
 	}
 	info, err := locker.Inspect(ictx, r.key)
-	if err != nil || !info.Held {
+	if err != nil {
 		return ""
+	}
+	if !info.Held {
+		if r.shared {
+			return ""
+		}
+		return describeShared(ictx, r.rdb, r.key)
 	}
 	s := ""
 	if info.Metadata != "" {

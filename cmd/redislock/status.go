@@ -23,7 +23,9 @@ fencing token of its acquisition; with --fence-key, the fencing counter too.
 It reads without changing anything. A key held in another format (by
 bsm/redislock, or not a lock at all) is shown as held, "foreign". A KEY
 that is a semaphore ("redislock run --limit N") shows one line for each
-live permit, with its holder's metadata, TTL, token and fencing token.
+live permit, with its holder's metadata, TTL, token and fencing token; a
+KEY that shared runs hold ("redislock run --shared") one line for each
+shared hold, likewise.
 
 The token lets anyone release the lock ("redislock release"): the table
 shows its first 8 characters unless --show-token; --json shows all of it.
@@ -38,10 +40,15 @@ and fence_counter appear with --fence-key only (the counter is 0 before the
 first fenced acquisition). For a semaphore, "semaphore" is true, "held"
 says whether any permit is live, and "permits" lists them, each as
 {"token", "metadata", "fence_token", "ttl_ms"}, the first to expire first;
-the other fields of the key are empty.
+the other fields of the key are empty. For a KEY that shared runs hold,
+"held" is false (no exclusive run holds it) and "shared" lists the shared
+holds in the same form as "permits".
 
-Exit status: 0 when every key was read (held or not), 1 on a Redis error,
-2 on a usage error.
+Exit status:
+  0   every key was read (held or not)
+  69  Redis could not be reached or failed; --redis-error-exit-code changes it
+  1   a URL that does not parse, a file that cannot be read
+  2   a usage error
 
 Examples:
   redislock status nightly-report
@@ -67,6 +74,8 @@ type lockStatus struct {
 	// Semaphore: the key is a semaphore, whose live permits are Permits.
 	Semaphore bool           `json:"semaphore,omitempty"`
 	Permits   []permitStatus `json:"permits,omitempty"`
+	// Shared lists the live shared holds of KEY ("run --shared").
+	Shared []permitStatus `json:"shared,omitempty"`
 }
 
 // permitStatus is one live permit of a semaphore key.
@@ -119,6 +128,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return usageFailure(stderr, "status", "empty KEY")
 		}
 	}
+	if msg := conn.check(); msg != "" {
+		return usageFailure(stderr, "status", msg)
+	}
 
 	rdb, code, ok := conn.connect(ctx, prog, stderr)
 	if !ok {
@@ -131,7 +143,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	report, err := readStatus(ctx, rdb, keys, *fenceKey)
 	if err != nil {
 		_, _ = fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-		return exitFailure
+		return conn.errorCode
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -162,7 +174,7 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, keys []string, f
 				continue
 			}
 		}
-		report.Locks = append(report.Locks, lockStatus{
+		s := lockStatus{
 			Key:        k,
 			Held:       info.Held,
 			Foreign:    info.Foreign,
@@ -170,7 +182,17 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, keys []string, f
 			Token:      info.Token,
 			Metadata:   info.Metadata,
 			FenceToken: info.FenceToken,
-		})
+		}
+		if !info.Held {
+			holds, err := sharedHolds(ctx, rdb, k)
+			if err != nil && !isNoPerm(err) { // an ACL that refuses them: no shared runs either
+				return nil, fmt.Errorf("read the shared holds of %s: %w", k, err)
+			}
+			for _, h := range holds {
+				s.Shared = append(s.Shared, permitStatus{Token: h.Token, Metadata: h.Metadata, FenceToken: h.FenceToken, TTLms: h.TTL.Milliseconds()})
+			}
+		}
+		report.Locks = append(report.Locks, s)
 	}
 	if fenceKey != "" {
 		counter, err := fenceCounter(ctx, rdb, fenceKey)
@@ -230,6 +252,14 @@ func printStatus(w io.Writer, report *statusReport, showToken bool) {
 					token = shorten(token, 8)
 				}
 				_, _ = fmt.Fprintf(tw, "%s\tpermit %d/%d\t%s\t%s\t%s\t%s\n", l.Key, i+1, len(l.Permits), formatTTL(p.TTLms), strconv.Quote(p.Metadata), token, fenceText(p.FenceToken))
+			}
+		case len(l.Shared) > 0:
+			for i, p := range l.Shared {
+				token := p.Token
+				if !showToken {
+					token = shorten(token, 8)
+				}
+				_, _ = fmt.Fprintf(tw, "%s\tshared %d/%d\t%s\t%s\t%s\t%s\n", l.Key, i+1, len(l.Shared), formatTTL(p.TTLms), strconv.Quote(p.Metadata), token, fenceText(p.FenceToken))
 			}
 		case !l.Held:
 			_, _ = fmt.Fprintf(tw, "%s\tno\t-\t-\t-\t-\n", l.Key)

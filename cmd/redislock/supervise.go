@@ -8,9 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
 )
 
@@ -69,6 +71,22 @@ func (r *runner) supervise(ctx context.Context, lock held, path string, command 
 	valid := ka.ValidUntil()
 	r.events.obtained(lock, valid)
 
+	// The watch of the server: a broken connection or a restart gets the
+	// lock checked as soon as the server answers again.
+	var server *serverWatch
+	var notes <-chan watchNote
+	if r.endpoint != nil {
+		server = startServerWatch(r.endpoint, r.key, r.runID, func(ctx context.Context, c redis.UniversalClient) error { return r.stillHeld(ctx, c, lock) })
+		notes = server.notes
+	}
+	defer server.stop()
+	if r.holdBack > 0 {
+		if code, ok := r.holdBackStart(ctx, lock, ka, notes, sigs); !ok {
+			server.stop()
+			return code
+		}
+	}
+
 	watch, err := startWatcher(r.stderr)
 	if err != nil {
 		r.say("cannot start the watcher (%v): if redislock is killed, what %s started may outlive the lock", err, command[0])
@@ -77,7 +95,7 @@ func (r *runner) supervise(ctx context.Context, lock held, path string, command 
 	newCmd := func() *exec.Cmd {
 		cmd := exec.Command(path, command[1:]...) //nolint:gosec // running the user's command is what "run" is for
 		cmd.Args[0] = command[0]
-		cmd.Env = childEnv(os.Environ(), r.key, lock.Token(), lock.FenceToken(), lock.FenceToken() != 0)
+		cmd.Env = childEnv(os.Environ(), r.key, lock.Token(), lock.FenceToken(), lock.FenceToken() != 0, r.keepCredentials)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, r.stderr
 		cmd.SysProcAttr = childAttr(watch.pgid(), j.tty)
 		return cmd
@@ -105,6 +123,7 @@ func (r *runner) supervise(ctx context.Context, lock held, path string, command 
 	if err != nil {
 		watch.disarm()
 		r.say("start %s: %v", command[0], err)
+		server.stop()
 		_ = r.release(ctx, lock)
 		return exitCannotRun
 	}
@@ -162,6 +181,21 @@ func (r *runner) supervise(ctx context.Context, lock held, path string, command 
 		kill = time.NewTimer(in)
 		killC = kill.C
 	}
+	// onLost stops the command, the first time the lock is found lost.
+	onLost := func(err error) {
+		if lost != nil {
+			return
+		}
+		lost = err
+		r.events.lost(r.key, lost)
+		if !stopping {
+			killAt := time.Now().Add(r.grace)
+			if end := valid.Add(-r.margin()); end.Before(killAt) {
+				killAt = end
+			}
+			stop(killAt, fmt.Sprintf("lost the lock %s (%v)", r.key, lost))
+		}
+	}
 loop:
 	for {
 		select {
@@ -202,14 +236,10 @@ loop:
 			stop(valid.Add(-r.margin()), fmt.Sprintf("could not renew the lock %s (its lease ends in %v)", r.key, roundMs(time.Until(valid))))
 		case <-kaDone:
 			kaDone = nil
-			lost = ka.Err()
-			r.events.lost(r.key, lost)
-			if !stopping {
-				killAt := time.Now().Add(r.grace)
-				if end := valid.Add(-r.margin()); end.Before(killAt) {
-					killAt = end
-				}
-				stop(killAt, fmt.Sprintf("lost the lock %s (%v)", r.key, lost))
+			onLost(ka.Err())
+		case n := <-notes:
+			if err := r.tellOutage(n, "while "+j.name+" ran"); err != nil {
+				onLost(err)
 			}
 		case <-killC:
 			killC, killed = nil, true
@@ -238,6 +268,7 @@ loop:
 		// outlive the lease, before the lock is released.
 		r.stopStragglers(j, kill, killed)
 	}
+	server.stop()
 	if err := r.release(ctx, lock); errors.Is(err, redislock.ErrLockNotHeld) && lost == nil {
 		lost = err
 		r.events.lost(r.key, err)
@@ -256,6 +287,102 @@ loop:
 		return exitLost
 	}
 	return status
+}
+
+// tellOutage says what the watch of the server found after the connection
+// broke (always for a restart or a lost lock, with --verbose otherwise),
+// and returns an error matching [redislock.ErrLockLost] when the lock was
+// found gone or taken, nil otherwise.
+func (r *runner) tellOutage(n watchNote, during string) error {
+	what := fmt.Sprintf("the connection to %s broke %s (%v)", r.endpoint, during, n.broke)
+	if n.restarted {
+		what = fmt.Sprintf("%s restarted %s (its run_id changed)", r.endpoint, during)
+	}
+	switch {
+	case errors.Is(n.checked, redislock.ErrNotObtained):
+		r.say("%s: checked %s at once: gone or taken", what, r.key)
+		if n.restarted {
+			return fmt.Errorf("%w: Redis restarted, and %s was gone when it answered again", redislock.ErrLockLost, r.key)
+		}
+		return fmt.Errorf("%w: the check after a broken connection found it expired or held by another token", redislock.ErrLockLost)
+	case n.checked != nil:
+		if n.restarted || r.verbose {
+			r.say("%s: could not check %s (%v); the keep-alive goes on", what, r.key, n.checked)
+		}
+	case n.restarted || r.verbose:
+		r.say("%s: checked at once: %s is still held", what, r.key)
+	}
+	return nil
+}
+
+// stillHeld returns nil when lock is still held with its token, as c
+// reads it, an error matching [redislock.ErrNotObtained] when it is not,
+// and the Redis error when that cannot be read.
+func (r *runner) stillHeld(ctx context.Context, c redis.UniversalClient, lock held) error {
+	token := lock.Token()
+	found := false
+	switch {
+	case r.limit > 0:
+		holders, err := redislock.New(c).Semaphore(r.key, r.limit).Holders(ctx)
+		if err != nil {
+			return err
+		}
+		found = slices.ContainsFunc(holders, func(p redislock.PermitInfo) bool { return p.Token == token })
+	case r.shared:
+		holds, err := sharedHolds(ctx, c, r.key)
+		if err != nil {
+			return err
+		}
+		found = slices.ContainsFunc(holds, func(h sharedHold) bool { return h.Token == token })
+	default:
+		info, err := redislock.New(c).Inspect(ctx, r.key)
+		if err != nil {
+			return err
+		}
+		found = info.Held && info.Token == token
+	}
+	if !found {
+		return redislock.ErrNotObtained
+	}
+	return nil
+}
+
+// holdBackStart holds the lock, kept alive by ka, for r.holdBack before the
+// command starts (the server had just started when the lock was obtained:
+// a run from before a restart gets that long to find its lock gone and
+// stop).
+// It returns ok false, with the exit status, when the lock was lost
+// meanwhile or a terminating signal came (the lock is then released).
+func (r *runner) holdBackStart(ctx context.Context, lock held, ka *redislock.KeepAlive, notes <-chan watchNote, sigs <-chan os.Signal) (int, bool) {
+	if r.verbose {
+		r.say("%s has just started: holding %s %v before starting the command, so that a run from before a restart sees its lock gone first", r.endpoint, r.key, r.holdBack)
+	}
+	t := time.NewTimer(r.holdBack)
+	defer t.Stop()
+	for {
+		var lost error
+		select {
+		case <-t.C:
+			return 0, true
+		case <-ka.Done():
+			lost = ka.Err()
+		case n := <-notes:
+			lost = r.tellOutage(n, "before the command started")
+		case s := <-sigs:
+			switch sig := s.(syscall.Signal); sig {
+			case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+				r.say("interrupted by %v before the command started", signalName(sig))
+				_ = r.release(ctx, lock)
+				return exitSignal + int(sig), false
+			}
+		}
+		if lost != nil {
+			r.events.lost(r.key, lost)
+			r.say("lost the lock %s (%v) before the command started", r.key, lost)
+			_ = r.release(ctx, lock)
+			return exitLost, false
+		}
+	}
 }
 
 // stopStragglers stops what the command, which has exited after the lock

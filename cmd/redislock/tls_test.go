@@ -48,10 +48,28 @@ func TestTLS(t *testing.T) {
 	}
 
 	// Without the CA the tool does not trust the server: it says so and
-	// fails (exit 1) without running the command.
+	// fails (exit 69) without running the command.
 	env, a = runArgs(conn, nil, key, "exit", "0")
 	r = redislockCmd(t, append(env, "SSL_CERT_FILE="+srv.ClientCertFile()), a...)
-	if r.code != exitFailure || !strings.Contains(r.stderr, "certificate") || r.stdout != "" {
-		t.Errorf("run without the CA: exit %d, stdout %q, stderr %q; want %d and a certificate error", r.code, r.stdout, r.stderr, exitFailure)
+	if r.code != exitUnavailable || !strings.Contains(r.stderr, "certificate") || r.stdout != "" {
+		t.Errorf("run without the CA: exit %d, stdout %q, stderr %q; want %d and a certificate error", r.code, r.stdout, r.stderr, exitUnavailable)
+	}
+
+	// A plain-text URL for the TLS port: the server hangs up on the
+	// handshake it does not get, and the message says what to try; --tls
+	// makes the URL a rediss:// one.
+	r = redislockCmd(t, nil, "status", "--redis", "redis://"+srv.TLSAddr(), key)
+	if r.code != exitUnavailable || !strings.Contains(r.stderr, "is it TLS? try --tls") {
+		t.Errorf("plain text to the TLS port: exit %d, stderr %q; want %d and a hint", r.code, r.stderr, exitUnavailable)
+	}
+	for _, u := range []string{"redis://" + srv.TLSAddr(), srv.TLSAddr()} {
+		r = redislockCmd(t, trustCA, "status", "--tls", "--redis", u, key)
+		if r.code != 0 || !strings.Contains(r.stdout, key) {
+			t.Errorf("status --tls --redis %s: exit %d, stdout %q, stderr %q; want 0", u, r.code, r.stdout, r.stderr)
+		}
+	}
+	r = redislockCmd(t, trustCA, "status", "--tls", "--redis", "redis://"+srv.Addr()+"?dial_timeout=300ms", key)
+	if r.code != exitUnavailable || !strings.Contains(r.stderr, "plain text? drop --tls") {
+		t.Errorf("TLS to the plain-text port: exit %d, stderr %q; want %d and a hint", r.code, r.stderr, exitUnavailable)
 	}
 }

@@ -9,9 +9,9 @@ _redislock() {
     fi
     local flags="" valued="" files=""
     case ${COMP_WORDS[1]} in
-    run) flags="--cluster --command -c --conflict-exit-code -E --fence-key --grace --limit --metadata --nonblock -n --password-file --quiet -q --redis --sentinel-master --tls-ca --tls-cert --tls-insecure --tls-key --ttl --verbose -v --wait -w --help" valued="--command -c --conflict-exit-code -E --fence-key --grace --limit --metadata --password-file --redis --sentinel-master --tls-ca --tls-cert --tls-key --ttl --wait -w" files="--password-file --tls-ca --tls-cert --tls-key" ;;
-    status) flags="--cluster --fence-key --json --password-file --redis --sentinel-master --show-token --tls-ca --tls-cert --tls-insecure --tls-key --help" valued="--fence-key --password-file --redis --sentinel-master --tls-ca --tls-cert --tls-key" files="--password-file --tls-ca --tls-cert --tls-key" ;;
-    release) flags="--cluster --password-file --redis --sentinel-master --tls-ca --tls-cert --tls-insecure --tls-key --token --help" valued="--password-file --redis --sentinel-master --tls-ca --tls-cert --tls-key --token" files="--password-file --tls-ca --tls-cert --tls-key" ;;
+    run) flags="--close -o --cluster --command -c --conflict-exit-code -E --exclusive -e -x --fence-key --grace --keep-credentials --limit --metadata --nonblock -n --password-file --quiet -q --redis --redis-error-exit-code --sentinel-master --shared -s --tls --tls-ca --tls-cert --tls-insecure --tls-key --ttl --verbose -v --version -V --wait -w --timeout --help" valued="--command -c --conflict-exit-code -E --fence-key --grace --limit --metadata --password-file --redis --redis-error-exit-code --sentinel-master --tls-ca --tls-cert --tls-key --ttl --wait -w --timeout" files="--password-file --tls-ca --tls-cert --tls-key" ;;
+    status) flags="--cluster --fence-key --json --password-file --redis --redis-error-exit-code --sentinel-master --show-token --tls --tls-ca --tls-cert --tls-insecure --tls-key --help" valued="--fence-key --password-file --redis --redis-error-exit-code --sentinel-master --tls-ca --tls-cert --tls-key" files="--password-file --tls-ca --tls-cert --tls-key" ;;
+    release) flags="--cluster --password-file --redis --redis-error-exit-code --sentinel-master --tls --tls-ca --tls-cert --tls-insecure --tls-key --token --help" valued="--password-file --redis --redis-error-exit-code --sentinel-master --tls-ca --tls-cert --tls-key --token" files="--password-file --tls-ca --tls-cert --tls-key" ;;
     demo) flags="--redis --help" valued="--redis" files="" ;;
     version) flags="--help" valued="" files="" ;;
     completion) flags="--help" valued="" files="" ;;
@@ -20,7 +20,7 @@ _redislock() {
         COMPREPLY=($(compgen -f -- "$cur"))
         return
     fi
-    if [[ $prev == --wait || $prev == -w ]]; then
+    if [[ $prev == --wait || $prev == -w || $prev == --timeout ]]; then
         COMPREPLY=($(compgen -W "forever" -- "$cur"))
         return
     fi

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/redislock/redislock/internal/redistest"
+)
+
+// TestExitUnavailable: Redis unreachable, or answering something that is
+// not Redis, exits 69 (EX_UNAVAILABLE) from every command, not 1, which a
+// command of "run" may exit with itself; --redis-error-exit-code changes
+// it. Every status is listed in --help.
+func TestExitUnavailable(t *testing.T) {
+	t.Parallel()
+	dead := redistest.DeadAddr(t)
+	garbage := redistest.ServeTCP(t, func(c net.Conn) {
+		_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n")) // a client that cannot be told gets nothing more
+		_ = c.Close()
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"run", []string{"run", "--redis", dead, "k", "--", "true"}, exitUnavailable},
+		{"run-wait", []string{"run", "--redis", dead, "-w", "0.2", "k", "--", "true"}, exitUnavailable},
+		{"run-code", []string{"run", "--redis", dead, "--redis-error-exit-code", "5", "k", "--", "true"}, 5},
+		{"run-protocol", []string{"run", "--redis", garbage, "k", "--", "true"}, exitUnavailable},
+		{"status", []string{"status", "--redis", dead, "k"}, exitUnavailable},
+		{"status-code", []string{"status", "--redis", dead, "--redis-error-exit-code", "0", "k"}, 0},
+		{"release", []string{"release", "--redis", dead, "k", "--token", "t"}, exitUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := redislockCmd(t, nil, tc.args...)
+			if r.code != tc.code || r.stdout != "" || r.stderr == "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d and a message", r.code, r.stdout, r.stderr, tc.code)
+			}
+		})
+	}
+
+	for _, sub := range []string{"run", "status", "release"} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{sub, "--help"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s --help: exit %d", sub, code)
+		}
+		for _, want := range []string{"69", "--redis-error-exit-code", "  1 ", "  2 "} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("%s --help lacks %q in its exit statuses", sub, want)
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"run", "--redis-error-exit-code", "300", "k", "true"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "not in 0..255") {
+		t.Errorf("--redis-error-exit-code 300: exit %d, stderr %q; want %d", code, stderr.String(), exitUsage)
+	}
+}
