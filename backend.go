@@ -146,7 +146,7 @@ func (s *single) compare(ctx context.Context, h *handle, c call) (n int64, ok bo
 	var v native.Value
 	var next native.Value
 	switch {
-	case c.op == opRefresh && has&native.SetIfEq != 0:
+	case c.op == opRefresh && has&native.SetIfEq != 0: // also a release before MinHold
 		v = h.lockValue()
 		n, next, err = native.Refresh(ctx, s.do, c.keys[0], v, h.token, c.ms)
 	case c.op == opRelease && has&(native.DelIfEq|native.DelEx) != 0:

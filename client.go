@@ -156,6 +156,9 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	if err := checkReplicas(c.client, opt); err != nil {
 		return nil, err
 	}
+	if err := checkMinHold(opt, true, ""); err != nil {
+		return nil, err
+	}
 
 	// The handle holds the keys the script takes (the lock keys, then the
 	// fence key) in storage of its own, inline for one key, and the token
@@ -186,7 +189,7 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	h.argBuf = [5]any{h.tokenArg, h.metadata, ttlArg, fenced, ""}
 	args := h.argBuf[:]
 	a := acquisition{
-		h: h, ttl: ttl, strategy: opt.retryStrategy(), kind: KindLock, inCall: inCall, obs: campaign,
+		h: h, ttl: ttl, strategy: opt.retryStrategy(), minHold: opt.minHold(), kind: KindLock, inCall: inCall, obs: campaign,
 		// The first attempt on one unfenced key with a generated token may
 		// be a plain SET NX (backend.go); later attempts run the script,
 		// which also takes back a key that a SET whose reply was lost wrote.

@@ -31,6 +31,7 @@ type handle struct {
 	tokenArg any          // the token, boxed once for every script call
 	metadata string       // as obtained
 	fence    int64        // as obtained
+	hold     time.Time    // until when a release keeps the keys ([Options.MinHold]); zero: none
 	obs      *observation // its hooks, nil without (observe.go)
 	wait     *waited      // how its release hands over; nil: it deletes (waitforrelease.go)
 	args     value.Args   // the obtain's generated token, TTL and fence tag
@@ -177,7 +178,18 @@ func (h *handle) release(ctx context.Context) error {
 		defer cancel()
 	}
 	ctx, start := h.obs.releaseStart(ctx)
-	held, handed, err := h.kind.release(ctx, h)
+	var held bool
+	var handed int
+	var err error
+	if ms := time.Until(h.hold).Milliseconds(); ms > 0 {
+		// Before MinHold: the keys stay the token's until then, as a
+		// refresh to what is left of it leaves them.
+		var n int64
+		n, err = h.be.run(ctx, h, h.kind.refreshCall(h, ms))
+		held = n == 1
+	} else {
+		held, handed, err = h.kind.release(ctx, h)
+	}
 	if err == nil && !held {
 		err = ErrLockNotHeld
 	}

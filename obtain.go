@@ -18,8 +18,9 @@ type acquisition struct {
 	h        *handle
 	ttl      time.Duration
 	strategy RetryStrategy
-	kind     Kind   // for the hooks
-	name     string // the hooks' key, for the kinds that have one name
+	minHold  time.Duration // Options.MinHold
+	kind     Kind          // for the hooks
+	name     string        // the hooks' key, for the kinds that have one name
 	// inCall: the acquisition is part of an obtain call that its caller
 	// observes (a Campaign's rounds), as obs, which may be nil.
 	inCall bool
@@ -96,6 +97,9 @@ func (c *Client) acquire(ctx context.Context, a *acquisition) error {
 	}
 	if err == nil && a.confirm != nil {
 		err = a.confirm(ctx)
+	}
+	if err == nil && a.minHold > 0 {
+		h.hold = time.Now().Add(a.minHold)
 	}
 	if err != nil && a.failed != nil {
 		err = a.failed(ctx, err, waiting)

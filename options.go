@@ -1,6 +1,9 @@
 package redislock
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Options tunes one [Client.Obtain], [Client.ObtainMulti] or [Lock.Refresh]
 // call. A nil *Options means all defaults. The library never modifies an
@@ -53,6 +56,21 @@ type Options struct {
 	// before anything is sent.
 	// Default: a tenth of the TTL, at least 1 ms.
 	ReplicaTimeout time.Duration
+
+	// MinHold makes a lock or permit held for at least this long after it
+	// was obtained, however early it is released: a [Lock.Release] (or
+	// [Permit.Release]) before then leaves the keys held by the token, in
+	// the same script, to expire by themselves MinHold after the obtain
+	// returned, instead of deleting them; waiters see it held until then,
+	// and nothing is handed over before. A release after MinHold deletes
+	// as usual. It is the "lock at least for" of a scheduled job that
+	// must not run twice when another replica fires a little later (see
+	// docs/scheduling.md); [KeepAliveOptions.MaxHold] is the "at most".
+	// Fence tokens are unchanged. A negative value fails with
+	// [ErrInvalidOption] before anything is sent, and so does a MinHold
+	// on an RWMutex's holds or an election, which do not support it.
+	// Default: 0, a release deletes at once.
+	MinHold time.Duration
 }
 
 func (o *Options) retryStrategy() RetryStrategy {
@@ -95,4 +113,23 @@ func (o *Options) replicaTimeout() time.Duration {
 		return 0
 	}
 	return o.ReplicaTimeout
+}
+
+func (o *Options) minHold() time.Duration {
+	if o == nil {
+		return 0
+	}
+	return o.MinHold
+}
+
+// checkMinHold rejects a negative MinHold, and any MinHold where supported
+// is false.
+func checkMinHold(opt *Options, supported bool, by string) error {
+	switch d := opt.minHold(); {
+	case d < 0:
+		return fmt.Errorf("%w: negative Options.MinHold (%v)", ErrInvalidOption, d)
+	case d > 0 && !supported:
+		return fmt.Errorf("%w: Options.MinHold is not supported by %s", ErrInvalidOption, by)
+	}
+	return nil
 }

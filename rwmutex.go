@@ -179,6 +179,9 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	if opt.minReplicas() != 0 {
 		return nil, fmt.Errorf("%w: MinReplicas is not supported by RWMutex", ErrInvalidOption)
 	}
+	if err := checkMinHold(opt, false, "RWMutex"); err != nil {
+		return nil, err
+	}
 	h := &handle{be: &rw.c.one, kind: (*readKind)(rw), keys: rw.keys[:], metadata: opt.metadata()}
 	run, kind := rwRLockScript, KindRead
 	if write {

@@ -144,6 +144,9 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	if opt.minReplicas() != 0 {
 		return nil, fmt.Errorf("%w: MinReplicas is not supported by Semaphore.Acquire", ErrInvalidOption)
 	}
+	if err := checkMinHold(opt, true, ""); err != nil {
+		return nil, err
+	}
 	if token := opt.token(); token == "" {
 		h.tokenArg = h.args.NewToken()
 	} else if strings.HasPrefix(token, reservationMark) {
@@ -164,7 +167,7 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	h.argBuf = [5]any{h.tokenArg, h.metadata, ms, int64(s.limit), fenced}
 	args := h.argBuf[:]
 	err = s.c.acquire(ctx, &acquisition{
-		h: h, ttl: ttl, strategy: opt.retryStrategy(), kind: KindSemaphore, name: s.key,
+		h: h, ttl: ttl, strategy: opt.retryStrategy(), minHold: opt.minHold(), kind: KindSemaphore, name: s.key,
 		attempt: call{op: opObtain, script: semAcquireScript, keys: keys, args: args},
 		held: func(n int64) (bool, error) {
 			if n == -1 {
