@@ -55,7 +55,8 @@ type call struct {
 	script *script.Script
 	keys   []string
 	args   []any
-	ro     bool // it writes nothing: EVALSHA_RO where the server has it
+	ro     bool   // it writes nothing: EVALSHA_RO where the server has it
+	needs  string // the server it needs, for ErrServerTooOld; "": any that runs scripts
 
 	// compare: the call compares one key's lock value (refresh.lua with
 	// ms, delete.lua), which a server may do natively (native.go). plain:
@@ -108,7 +109,7 @@ func (s *single) run(ctx context.Context, h *handle, c call) (int64, error) {
 	}
 	v, err := cmd.Result()
 	if err != nil {
-		return 0, err
+		return 0, typed(ctx, s.client, c.keys, c.needs, err)
 	}
 	n, ok := v.(int64)
 	if !ok {

@@ -109,8 +109,9 @@ func (e *Election) publishFlag() string {
 // leader blocks the election.
 //
 // Errors, with nothing left behind (no key, no place in the line):
-//   - [ErrInvalidTTL] (ttl below 1 ms), [ErrInvalidKey], [ErrNilClient],
-//     [ErrNilContext]: bad input, before anything is sent.
+//   - [ErrInvalidTTL] (ttl too short for a keep-alive: below 4 ms),
+//     [ErrInvalidKey], [ErrNilClient], [ErrNilContext]: bad input, before
+//     anything is sent.
 //   - an error matching both [ErrNotObtained] and ctx.Err(): ctx ended
 //     first.
 //   - a Redis error that is not transient (NOPERM, a closed client).
@@ -132,6 +133,9 @@ func (e *Election) Campaign(ctx context.Context, value string, ttl time.Duration
 		return nil, err
 	}
 	ttl = time.Duration(ms) * time.Millisecond
+	if err := (*KeepAliveOptions)(nil).config(ttl).Check(); err != nil {
+		return nil, fmt.Errorf("%w: %v is too short for the leadership's keep-alive (%v)", ErrInvalidTTL, ttl, err)
+	}
 	token := newToken()
 	opt := &Options{RetryStrategy: WaitForRelease(nil), FenceKey: e.termKey, Metadata: "0:" + value, Token: token}
 	for {
@@ -251,9 +255,10 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 
 // read runs the leader script.
 func (e *Election) read(ctx context.Context) (election.State, error) {
-	reply, err := electionLeaderScript.Run(ctx, e.client.client, []string{e.name, e.termKey}).Slice()
+	keys := []string{e.name, e.termKey}
+	reply, err := electionLeaderScript.Run(ctx, e.client.client, keys).Slice()
 	if err != nil {
-		return election.State{}, err
+		return election.State{}, typed(ctx, e.client.client, keys, "", err)
 	}
 	st, ok := election.ParseLeader(reply)
 	if !ok {

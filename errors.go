@@ -98,6 +98,19 @@ var (
 	// call, the key and the reply. Nothing is retried after it.
 	ErrUnexpectedReply = errors.New("redislock: unexpected reply from redis")
 
+	// ErrWrongType is matched by a [*WrongTypeError]: a key of the call
+	// holds a value of another kind than this package keeps there (a
+	// semaphore's key obtained as a lock, a lock's key as an RWMutex's
+	// name). Nothing was changed.
+	ErrWrongType = errors.New("redislock: key holds another kind of value")
+
+	// ErrServerTooOld is returned when the server lacks a command that the
+	// call needs; the message names the version that has it:
+	// [Semaphore] needs Redis 7.0 or later (or Valkey, every version of
+	// which has it); locks, RWMutex and elections run on Redis 6.2.
+	// Nothing was changed.
+	ErrServerTooOld = errors.New("redislock: the server is too old for this call")
+
 	// ErrUpgrade is returned by [RWMutex.Lock] called with the token of a
 	// live read hold of the same RWMutex: a read hold is never upgraded to
 	// the write lock (two readers upgrading would wait for each other
@@ -167,3 +180,24 @@ func (e *lostError) Unwrap() []error {
 	}
 	return []error{ErrLockLost, e.cause}
 }
+
+// WrongTypeError reports a key that holds a value of another kind than the
+// call keeps there. errors.Is(err, ErrWrongType) holds, and so does
+// errors.As into the Redis error (Err).
+type WrongTypeError struct {
+	Key  string // the key, or "" when it could not be found out
+	Type string // what it holds, as Redis's TYPE names it ("zset", "hash", …)
+	Want string // what the call keeps there ("string" for a lock, …)
+	Err  error  // the server's WRONGTYPE error
+}
+
+// Error names the key, what it holds and what the call wanted there.
+func (e *WrongTypeError) Error() string {
+	if e.Key == "" {
+		return ErrWrongType.Error() + " (" + e.Err.Error() + ")"
+	}
+	return fmt.Sprintf("%s: %q is a %s, where this call keeps a %s", ErrWrongType, e.Key, holder(e.Key, e.Type), holder(e.Key, e.Want))
+}
+
+// Unwrap returns [ErrWrongType] and the server's error.
+func (e *WrongTypeError) Unwrap() []error { return []error{ErrWrongType, e.Err} }

@@ -95,6 +95,9 @@ func (c *Client) acquire(ctx context.Context, a *acquisition) error {
 			return true, nil
 		})
 	}
+	if err != nil {
+		err = typed(ctx, h.be.redis(), a.attempt.keys, a.attempt.needs, err)
+	}
 	if err == nil && a.confirm != nil {
 		err = a.confirm(ctx)
 	}

@@ -73,6 +73,10 @@ func (p *Permit) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive
 	return (*handle)(p).keepAlive(ttl, opt)
 }
 
+// semNeeds is the server that the semaphore's scripts need (PEXPIRETIME,
+// PEXPIREAT … GT), for ErrServerTooOld.
+const semNeeds = "Semaphore needs Redis 7.0 or later (or Valkey)"
+
 // permitKind is the kind of a Permit: its token in the semaphore's sorted
 // set, and its fence token and metadata in the companion hash.
 type permitKind struct{}
@@ -80,17 +84,17 @@ type permitKind struct{}
 func (permitKind) public(h *handle) Handle { return (*Permit)(h) }
 
 func (permitKind) refreshCall(h *handle, ms int64) call {
-	return call{op: opRefresh, script: semRefreshScript, keys: h.keys, args: []any{h.tokenArg, ms}}
+	return call{op: opRefresh, script: semRefreshScript, keys: h.keys, args: []any{h.tokenArg, ms}, needs: semNeeds}
 }
 
 func (permitKind) ttlCall(h *handle) call {
-	return call{op: opTTL, script: semTTLScript, keys: h.keys[:1], args: []any{h.tokenArg}, ro: true}
+	return call{op: opTTL, script: semTTLScript, keys: h.keys[:1], args: []any{h.tokenArg}, ro: true, needs: semNeeds}
 }
 
 // release runs semaphore_release.lua, handing the slot over when the
 // permit was acquired with WaitForRelease.
 func (permitKind) release(ctx context.Context, h *handle) (bool, int, error) {
-	c := call{op: opRelease, script: semReleaseScript, keys: h.keys, args: []any{h.tokenArg}}
+	c := call{op: opRelease, script: semReleaseScript, keys: h.keys, args: []any{h.tokenArg}, needs: semNeeds}
 	if h.wait != nil {
 		// The key's queue and wake-up list (the key was checked to have
 		// them).

@@ -168,7 +168,7 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	args := h.argBuf[:]
 	err = s.c.acquire(ctx, &acquisition{
 		h: h, ttl: ttl, strategy: opt.retryStrategy(), minHold: opt.minHold(), kind: KindSemaphore, name: s.key,
-		attempt: call{op: opObtain, script: semAcquireScript, keys: keys, args: args},
+		attempt: call{op: opObtain, script: semAcquireScript, keys: keys, args: args, needs: semNeeds},
 		held: func(n int64) (bool, error) {
 			if n == -1 {
 				return false, fmt.Errorf("%w: acquire of semaphore %q: %d", ErrUnexpectedReply, s.key, n)
@@ -209,7 +209,7 @@ func (s Semaphore) Holders(ctx context.Context) ([]PermitInfo, error) {
 	}
 	reply, err := semHoldersScript.RunRO(ctx, s.client, keys[:]).Result()
 	if err != nil {
-		return nil, err
+		return nil, typed(ctx, s.client, keys[:], semNeeds, err)
 	}
 	bad := func() error {
 		return fmt.Errorf("%w: holders of semaphore %q: %#v", ErrUnexpectedReply, s.key, reply)

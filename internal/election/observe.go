@@ -30,8 +30,11 @@ const (
 // State is what an observer knows of an election, from a read or a
 // notice.
 type State struct {
-	Leads bool
-	Term  int64
+	// Current: the state was read (ParseLeader), not heard: it is the
+	// election's state at the read, whatever terms were heard before.
+	Current bool
+	Leads   bool
+	Term    int64
 	Rev   int64 // the value's revision within the term
 	TTL   time.Duration
 	Value string
@@ -72,8 +75,21 @@ func (o *Observer) Update(x State, out []Event) []Event {
 			return append(out, Event{Elected, x.Term, x.Value})
 		}
 		return append(out, Event{Ended, x.Term, ""})
+	case x.Term < o.cur.Term && x.Current:
+		// A read below the term reported: the term counter was lost (a
+		// restart without persistence, a deleted counter), or the clocks
+		// that floor the terms went back. What was read is the state now.
+		if o.cur.Leads {
+			out = append(out, Event{Ended, o.cur.Term, ""})
+		}
+		if !x.Leads {
+			o.cur.Leads = false // the last term reported stays the floor
+			return out
+		}
+		o.cur = x
+		return append(out, Event{Elected, x.Term, x.Value})
 	case x.Term < o.cur.Term:
-		return out
+		return out // an old notice
 	case x.Term == o.cur.Term:
 		switch {
 		case !o.cur.Leads: // the term has ended: nothing of it is news
@@ -132,7 +148,7 @@ func ParseLeader(reply []any) (State, bool) {
 	case !ok1 || !ok2:
 		return State{}, false
 	case flag == 0:
-		return State{Term: term}, true
+		return State{Current: true, Term: term}, true
 	case len(reply) != 5:
 		return State{}, false
 	}
@@ -142,7 +158,7 @@ func ParseLeader(reply []any) (State, bool) {
 	if !ok1 || !ok2 || !ok3 {
 		return State{}, false
 	}
-	return State{Leads: true, Term: term, Rev: rev, TTL: time.Duration(pttl) * time.Millisecond, Value: value}, true
+	return State{Current: true, Leads: true, Term: term, Rev: rev, TTL: time.Duration(pttl) * time.Millisecond, Value: value}, true
 }
 
 // Watch reports the election's changes to emit until ctx ends or emit

@@ -11,6 +11,7 @@ func TestObserverUpdate(t *testing.T) {
 		return State{Leads: true, Term: term, Rev: rev, Value: value, TTL: time.Second}
 	}
 	none := func(term int64) State { return State{Term: term} }
+	read := func(x State) State { x.Current = true; return x }
 	elected := func(term int64, v string) Event { return Event{Change: Elected, Term: term, Value: v} }
 	proclaimed := func(term int64, v string) Event {
 		return Event{Change: Proclaimed, Term: term, Value: v}
@@ -32,6 +33,12 @@ func TestObserverUpdate(t *testing.T) {
 		{"no leader with a later term", []State{leads(5, 1, "a"), none(9)}, []Event{elected(5, "a"), gone(5)}},
 		{"no leader twice", []State{none(5), none(5), none(9)}, []Event{gone(5)}},
 		{"older term ignored", []State{leads(7, 1, "b"), leads(5, 9, "a"), none(5)}, []Event{elected(7, "b")}},
+		// Issue 32, item 4: a read after the term counter was lost says
+		// term 0; the leadership reported has ended all the same.
+		{"read of no leader after the counter was lost", []State{leads(7, 1, "b"), read(none(0))}, []Event{elected(7, "b"), gone(7)}},
+		{"then a new leader", []State{leads(7, 1, "b"), read(none(0)), read(leads(9, 0, "c"))}, []Event{elected(7, "b"), gone(7), elected(9, "c")}},
+		{"a read of a lower term that leads", []State{leads(7, 1, "b"), read(leads(3, 0, "c"))}, []Event{elected(7, "b"), gone(7), elected(3, "c")}},
+		{"a read of no leader with no leader reported", []State{none(7), read(none(0))}, []Event{gone(7)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

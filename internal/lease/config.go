@@ -71,6 +71,13 @@ func DefaultMargin(ttl time.Duration) time.Duration {
 	return ttl/50 + 2*time.Millisecond
 }
 
+// Check returns the [*ConfigError] that [Lease.KeepAlive] would return
+// for c, or nil: whether a keep-alive of c can work.
+func (c Config) Check() error {
+	_, err := c.resolve()
+	return err
+}
+
 // resolve applies the defaults to c (Margin stays 0 when it was: each lease
 // then gets its own) and checks that the result can work.
 func (c Config) resolve() (Config, error) {
