@@ -35,9 +35,9 @@ type State struct {
 	Current bool
 	Leads   bool
 	Term    int64
-	Rev   int64 // the value's revision within the term
-	TTL   time.Duration
-	Value string
+	Rev     int64 // the value's revision within the term
+	TTL     time.Duration
+	Value   string
 }
 
 // Change is what an Event reports.
