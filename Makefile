@@ -4,23 +4,28 @@
 # libraries (bench), fault-injection tests (chaos). Each sub-module has its
 # own go.mod, so the library never depends on what they use.
 
-SUBMODULES := $(wildcard cmd/redislock bench chaos extra/redislockotel extra/redislockprom)
+SUBMODULES := $(wildcard cmd/redislock bench chaos compat extra/redislockotel extra/redislockprom)
 GO ?= go
 
 .PHONY: test test-go1.27 gotest lint tools demo deps vet build bench install chaos fuzz
 
-## test: golangci-lint, install redis/valkey if missing, then go vet and every test with -race
-test: lint deps vet gotest
+## test: install redis/valkey if missing, golangci-lint, go vet and every test with -race, in every module; every failing step and module is reported before it exits non-zero
+test: deps tools
+	@failed=""; \
+	$(MAKE) --no-print-directory lint || failed="$$failed lint"; \
+	$(MAKE) --no-print-directory vet || failed="$$failed vet"; \
+	$(MAKE) --no-print-directory gotest || failed="$$failed gotest"; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed" >&2; exit 1; fi
 
 # gotest: every test of every module with -race. Each module is tested from
 # its own directory: with go.work present, ./... still names the packages of
 # the module in that directory only.
 gotest:
-	$(GO) test -race -count=1 -parallel 8 ./...
-	@for m in $(SUBMODULES); do \
-		echo "== $$m"; \
-		(cd $$m && $(GO) test -race -count=1 -parallel 8 ./...) || exit 1; \
-	done
+	@failed=""; for m in . $(SUBMODULES); do \
+		echo "== test $$m"; \
+		(cd $$m && $(GO) test -race -count=1 -parallel 8 ./...) || failed="$$failed $$m"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "tests failed in:$$failed" >&2; exit 1; fi
 
 ## test-go1.27: go vet and every test again on Go 1.27 (the toolchain comes from the module proxy; go.mod stays at go 1.26)
 GO127 ?= go1.27.3
@@ -31,11 +36,11 @@ test-go1.27: deps
 ## lint: golangci-lint (.golangci.yml) on every module; scripts/install-tools.sh installs it when missing
 GOLANGCI_LINT ?= $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/golangci-lint
 lint: tools
-	$(GOLANGCI_LINT) run ./...
-	@for m in $(SUBMODULES); do \
+	@failed=""; for m in . $(SUBMODULES); do \
 		echo "== lint $$m"; \
-		(cd $$m && $(GOLANGCI_LINT) run ./...) || exit 1; \
-	done
+		(cd $$m && $(GOLANGCI_LINT) run ./...) || failed="$$failed $$m"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "golangci-lint failed in:$$failed" >&2; exit 1; fi
 
 ## tools: the linter, from the Go module proxy (idempotent)
 tools:
@@ -50,8 +55,10 @@ deps:
 	@bash scripts/install-deps.sh
 
 vet:
-	$(GO) vet ./...
-	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@failed=""; for m in . $(SUBMODULES); do \
+		(cd $$m && $(GO) vet ./...) || failed="$$failed $$m"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "go vet failed in:$$failed" >&2; exit 1; fi
 
 ## build: the command-line tool, into bin/redislock (--version from git describe)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)

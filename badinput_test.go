@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/leaktest"
 	"github.com/redislock/redislock/internal/redistest"
-	"go.uber.org/goleak"
 )
 
 // badEnv holds the servers and listeners that hostile inputs are sent to.
@@ -251,7 +251,11 @@ func badCases() []badCase {
 		return err
 	})
 
-	w, s = redisReply("WRONGTYPE")
+	// Typed since issue 32 (item 7): ErrWrongType, wrapping the reply.
+	w, s = func(err error) bool {
+		var reply redis.Error
+		return errors.Is(err, redislock.ErrWrongType) && errors.As(err, &reply)
+	}, "ErrWrongType with the Redis error reply"
 	add("lock key holding a hash", w, s, func(t *testing.T, b *badEnv) error {
 		key := redistest.Key(t, "lock")
 		if err := b.rdb.HSet(ctx, key, "f", "v").Err(); err != nil {
@@ -414,7 +418,7 @@ func badCases() []badCase {
 // TestBadInput sends hostile inputs across the API. Each must give a clear
 // error of the expected kind (or, for inputs that are valid however odd,
 // work), write nothing, not panic, and leave no goroutine behind. It is not
-// parallel, so that goleak sees its goroutines alone.
+// parallel, so that leaktest sees its goroutines alone.
 func TestBadInput(t *testing.T) {
 	b := &badEnv{rdb: redistest.Standalone(t)}
 	// NewReplicated returns once the replica's link is up: a replica still
@@ -443,7 +447,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ignore := goleak.IgnoreCurrent()
+			ignore := leaktest.Now()
 			var err error
 			func() {
 				defer func() {
@@ -459,9 +463,7 @@ func TestBadInput(t *testing.T) {
 			if err != nil && err.Error() == "" {
 				t.Error("error with an empty message")
 			}
-			if leak := goleak.Find(ignore); leak != nil {
-				t.Errorf("goroutines left: %v", leak)
-			}
+			leaktest.Check(t, ignore)
 		})
 	}
 	t.Logf("%d hostile inputs", len(cases))

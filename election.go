@@ -134,7 +134,7 @@ func (e *Election) Campaign(ctx context.Context, value string, ttl time.Duration
 	}
 	ttl = time.Duration(ms) * time.Millisecond
 	if err := (*KeepAliveOptions)(nil).config(ttl).Check(); err != nil {
-		return nil, fmt.Errorf("%w: %v is too short for the leadership's keep-alive (%v)", ErrInvalidTTL, ttl, err)
+		return nil, fmt.Errorf("%w: %v is too short for the leadership's keep-alive (%w)", ErrInvalidTTL, ttl, err)
 	}
 	token := newToken()
 	opt := &Options{RetryStrategy: WaitForRelease(nil), FenceKey: e.termKey, Metadata: "0:" + value, Token: token}

@@ -38,7 +38,7 @@ func TestElectionObserveCounterLost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer b.Resign(ctx)
+		defer func() { _ = b.Resign(ctx) }()
 		wantEvent(t, events, redislock.LeaderEvent{Kind: redislock.LeaderElected, Term: b.Term(), Value: "b"})
 	})
 }

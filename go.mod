@@ -2,11 +2,7 @@ module github.com/redislock/redislock
 
 go 1.26.0
 
-require (
-	github.com/bsm/redislock v0.10.0
-	github.com/redis/go-redis/v9 v9.23.0
-	go.uber.org/goleak v1.3.0
-)
+require github.com/redis/go-redis/v9 v9.23.0
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

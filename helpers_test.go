@@ -41,12 +41,7 @@ func (m *examplesOnSharedServer) Run() int {
 // can share the servers and run in parallel.
 func forEachTopology(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient)) {
 	t.Helper()
-	for _, topo := range redistest.Topologies() {
-		t.Run(topo.Name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, topo.NewClient(t))
-		})
-	}
+	redistest.EachTopology(t, fn)
 }
 
 // faultyClient wraps a real client at the client boundary: it counts the
@@ -142,24 +137,14 @@ func mustGet(t *testing.T, rdb redis.Cmdable, key string) string {
 // mustExist reports whether key exists.
 func mustExist(t *testing.T, rdb redis.Cmdable, key string) bool {
 	t.Helper()
-	n, err := rdb.Exists(context.Background(), key).Result()
-	if err != nil {
-		t.Fatalf("EXISTS %s: %v", key, err)
-	}
-	return n == 1
+	return redistest.Exists(t, rdb, key)
 }
 
 // expireNow makes key expire within a millisecond (PEXPIRE key 1) and waits
 // until it is gone, instead of sleeping through a TTL.
 func expireNow(t *testing.T, rdb redis.Cmdable, key string) {
 	t.Helper()
-	ctx := context.Background()
-	if err := rdb.PExpire(ctx, key, 1).Err(); err != nil {
-		t.Fatalf("PEXPIRE %s 1: %v", key, err)
-	}
-	for mustExist(t, rdb, key) {
-		// An expired key is removed on access; each EXISTS is one.
-	}
+	redistest.ExpireNow(t, rdb, key)
 }
 
 // replyError is a Redis error reply, as go-redis returns it.

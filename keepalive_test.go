@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock"
+	"github.com/redislock/redislock/internal/leaktest"
 	"github.com/redislock/redislock/internal/redistest"
-	"go.uber.org/goleak"
 )
 
 // waitTimeout bounds every wait for a channel in these tests: generous, as
@@ -158,7 +158,7 @@ func TestKeepAliveSurvivesLongWork(t *testing.T) {
 // in internal/lease times it).
 func TestKeepAliveLostWhenKeyDeleted(t *testing.T) {
 	rdb := redistest.Standalone(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t, leaktest.Now())
 	ctx := context.Background()
 	key := redistest.Key(t, "job")
 	const ttl = 900 * time.Millisecond
@@ -191,7 +191,7 @@ func TestKeepAliveLostWhenKeyDeleted(t *testing.T) {
 func TestKeepAliveLostToAnotherHolder(t *testing.T) {
 	rdb := redistest.Standalone(t)
 	other := redistest.Standalone(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t, leaktest.Now())
 	ctx := context.Background()
 	key := redistest.Key(t, "job")
 	lock, ka := obtainKept(t, rdb, key, 600*time.Millisecond)
@@ -250,7 +250,7 @@ func checkLostInTime(t *testing.T, ka *redislock.KeepAlive, doneAt time.Time, pt
 // timer signals the loss, before the key expires on the server.
 func TestKeepAliveLostWhileRedisHangs(t *testing.T) {
 	rdb := redistest.Standalone(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t, leaktest.Now())
 	ctx := context.Background()
 	key := redistest.Key(t, "job")
 	g := newGateClient(rdb)
@@ -283,7 +283,7 @@ func TestKeepAliveLostWhileRedisHangs(t *testing.T) {
 // until the lease runs out, and signals the loss before the key expires.
 func TestKeepAliveLostOnTransientErrors(t *testing.T) {
 	rdb := redistest.Standalone(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t, leaktest.Now())
 	ctx := context.Background()
 	key := redistest.Key(t, "job")
 	g := newGateClient(rdb)
@@ -317,7 +317,7 @@ func TestKeepAliveLostWhileServerPaused(t *testing.T) {
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	admin := srv.Client(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t, leaktest.Now())
 	ctx := context.Background()
 	key := redistest.Key(t, "job")
 	_, ka := obtainKeptWith(t, rdb, key, hangTTL, hangOptions)
@@ -459,7 +459,7 @@ func TestKeepAliveOfLostLock(t *testing.T) {
 
 func TestKeepAliveStopAndRelease(t *testing.T) {
 	rdb := redistest.Standalone(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t, leaktest.Now())
 	ctx := context.Background()
 	key := redistest.Key(t, "job")
 	lock, ka := obtainKept(t, rdb, key, time.Second)

@@ -9,19 +9,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/handoff"
+	"github.com/redislock/redislock/internal/leaktest"
 	"github.com/redislock/redislock/internal/redistest"
-	"go.uber.org/goleak"
 )
 
 // The waiting goroutines that leave, obtain or give up leave no goroutine,
-// connection, group or key behind. Not parallel: goleak compares with the
+// connection, group or key behind. Not parallel: leaktest compares with the
 // goroutines of the tests that are paused meanwhile.
 func TestWaitLeavesNothingBehind(t *testing.T) {
 	srv := redistest.SharedServer(t, redistest.Redis)
 	ctx := context.Background()
 	admin := srv.Client(t)
 	admin.Ping(ctx)
-	ignore := goleak.IgnoreCurrent()
+	ignore := leaktest.Now()
 
 	key := redistest.Key(t, "lock")
 	companions, _ := handoff.Companions([]string{key})
@@ -92,7 +92,7 @@ func TestWaitLeavesNothingBehind(t *testing.T) {
 	for _, c := range clients {
 		_ = c.Close()
 	}
-	goleak.VerifyNone(t, ignore)
+	leaktest.Check(t, ignore)
 }
 
 func TestWaitForReleaseStrategy(t *testing.T) {

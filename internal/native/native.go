@@ -26,14 +26,14 @@ import (
 type Set uint32
 
 const (
-	// Known: the server was asked (or cannot be); the other bits say
-	// what it has. The zero Set means not asked yet.
+	// Known is set once the server was asked (or cannot be); the other
+	// bits say what it has. The zero Set means not asked yet.
 	Known Set = 1 << iota
-	// SetIfEq: SET key value IFEQ value PX ms.
+	// SetIfEq is SET key value IFEQ value PX ms.
 	SetIfEq
-	// DelIfEq: DELIFEQ key value.
+	// DelIfEq is DELIFEQ key value.
 	DelIfEq
-	// DelEx: DELEX key IFEQ value.
+	// DelEx is DELEX key IFEQ value.
 	DelEx
 )
 

@@ -76,8 +76,8 @@ type linear time.Duration
 
 func (r linear) NextBackoff() time.Duration { return time.Duration(r) }
 
-// Exponential's n-th backoff is 2^(n+1) ms within [min, max] (max 0: no
-// upper bound).
+// Exponential returns a strategy whose n-th backoff is 2^(n+1) ms within
+// [min, max] (max 0: no upper bound).
 func Exponential(min, max time.Duration) Strategy { return &exponential{min: min, max: max} }
 
 type exponential struct {
@@ -154,7 +154,7 @@ func (j *jitter) NextBackoff() time.Duration {
 	if d <= 0 || j.fraction == 0 {
 		return d
 	}
-	f := 1 + j.fraction*(2*rand.Float64()-1) // in [1-fraction, 1+fraction)
+	f := 1 + j.fraction*(2*rand.Float64()-1) //nolint:gosec // G404: spreads retries, not a secret; in [1-fraction, 1+fraction)
 	return max(time.Duration(float64(d)*f), 1)
 }
 
@@ -182,7 +182,7 @@ func (j *fullJitter) NextBackoff() time.Duration {
 	if d <= 0 {
 		return d
 	}
-	return 1 + rand.N(d)
+	return 1 + rand.N(d) //nolint:gosec // G404: spreads retries, not a secret
 }
 
 func (j *fullJitter) restart() Strategy { return &fullJitter{s: Start(j.s)} }
@@ -219,7 +219,7 @@ func (j *decorrelated) NextBackoff() time.Duration {
 			hi = 3 * prev
 		}
 		if hi > j.min {
-			d = j.min + rand.N(hi-j.min+1)
+			d = j.min + rand.N(hi-j.min+1) //nolint:gosec // G404: spreads retries, not a secret
 		}
 	}
 	if j.max > 0 && d > j.max {

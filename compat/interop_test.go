@@ -1,4 +1,4 @@
-package redislock_test
+package compat_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // During a rolling migration both libraries lock the same keys: each must
 // see the other's lock as taken (SPEC section 5).
 func TestInteropWithBSMRedislock(t *testing.T) {
-	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+	redistest.EachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 
 		t.Run("theirs blocks ours", func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestInteropWithBSMRedislock(t *testing.T) {
 			if _, err := redislock.ObtainMulti(ctx, rdb, []string{a, b}, time.Minute, nil); !errors.Is(err, redislock.ErrNotObtained) {
 				t.Errorf("our ObtainMulti over a bsm-held key: got %v, want ErrNotObtained", err)
 			}
-			if mustExist(t, rdb, a) {
+			if redistest.Exists(t, rdb, a) {
 				t.Error("our failed ObtainMulti wrote a key")
 			}
 			_ = theirs.Release(ctx)

@@ -1,4 +1,4 @@
-package redislock_test
+package compat_test
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // SPEC section 2) and gives the reference's result in theirs.
 //
 // Expiry states are forced, never waited for: a key is made to expire with
-// PEXPIRE key 1 (expireNow), given a known expiry with PEXPIRE, or its
+// PEXPIRE key 1 (redistest.ExpireNow), given a known expiry with PEXPIRE, or its
 // PTTL is pinned to a value through pttlPinner, which makes the scripts of
 // both libraries see that PTTL on the real server.
 
@@ -174,7 +174,7 @@ func (e *dropinEnv) exists() string {
 	e.t.Helper()
 	var have []string
 	for i, k := range e.keys {
-		if mustExist(e.t, e.admin, k) {
+		if redistest.Exists(e.t, e.admin, k) {
 			have = append(have, string(rune('a'+i)))
 		}
 	}
@@ -360,7 +360,7 @@ var dropinRows = []dropinRow{
 		name: "TTL, expired (PEXPIRE 1, PTTL -2)",
 		run: func(e *dropinEnv) string {
 			l := e.mustObtain(dropinOptions{}, e.key(0))
-			expireNow(e.t, e.admin, e.key(0))
+			redistest.ExpireNow(e.t, e.admin, e.key(0))
 			return e.ttl(l)
 		},
 		want: "ttl=0s err=nil",
@@ -378,7 +378,7 @@ var dropinRows = []dropinRow{
 		name: "TTL, taken by another after expiry",
 		run: func(e *dropinEnv) string {
 			l := e.mustObtain(dropinOptions{}, e.key(0))
-			expireNow(e.t, e.admin, e.key(0))
+			redistest.ExpireNow(e.t, e.admin, e.key(0))
 			e.mustObtain(dropinOptions{}, e.key(0))
 			return e.ttl(l)
 		},
@@ -441,7 +441,7 @@ var dropinRows = []dropinRow{
 		name: "Refresh and Release, expired (PEXPIRE 1)",
 		run: func(e *dropinEnv) string {
 			l := e.mustObtain(dropinOptions{}, e.key(0))
-			expireNow(e.t, e.admin, e.key(0))
+			redistest.ExpireNow(e.t, e.admin, e.key(0))
 			refresh := l.Refresh(context.Background(), time.Minute, dropinOptions{})
 			release := l.Release(context.Background())
 			return fmt.Sprintf("refresh=%s release=%s exists=%s", e.err(refresh), e.err(release), e.exists())
@@ -452,7 +452,7 @@ var dropinRows = []dropinRow{
 		name: "Refresh and Release, taken by another after expiry",
 		run: func(e *dropinEnv) string {
 			l := e.mustObtain(dropinOptions{}, e.key(0))
-			expireNow(e.t, e.admin, e.key(0))
+			redistest.ExpireNow(e.t, e.admin, e.key(0))
 			other := e.mustObtain(dropinOptions{}, e.key(0))
 			refresh := l.Refresh(context.Background(), time.Minute, dropinOptions{})
 			release := l.Release(context.Background())
