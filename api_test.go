@@ -8,7 +8,8 @@ import (
 	"github.com/redislock/redislock"
 )
 
-// The surface of SPEC.md section 1, with its exact signatures: if any of
+// The drop-in surface of bsm/redislock v0.10.0 (docs/migrating-from-bsm.md),
+// with its exact signatures: if any of
 // these changes, this file stops compiling.
 var (
 	_ func(redislock.RedisClient) *redislock.Client                                                                      = redislock.New

@@ -17,7 +17,9 @@ import (
 )
 
 // The drop-in table: code written against github.com/bsm/redislock v0.10.0
-// must behave the same on this package (SPEC.md). Each row runs the same
+// must behave the same on this package (the drop-in contract; the
+// maintainers' SPEC numbers its rules, and docs/migrating-from-bsm.md lists
+// the differences for users). Each row runs the same
 // steps through both libraries, on the same server, with keys of its own,
 // and renders what a caller can observe (return values, errors, the keys
 // left in Redis) as a string; the two strings must be equal, and equal to
