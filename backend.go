@@ -65,6 +65,15 @@ type call struct {
 	compare bool
 	plain   bool
 	ms      int64
+
+	// A release's: units is how many things it releases (the keys of a
+	// lock, one permit or hold), which its reply counts (see kind);
+	// denied, when not nil, is the call to send instead when the server's
+	// ACL refuses this one before it wrote anything; next, the waiter id
+	// it registers (a lock's release that asks again, waitforrelease.go).
+	units  int
+	denied *call
+	next   string
 }
 
 // single is the backend of one Redis deployment (a node, Sentinel, a

@@ -56,9 +56,10 @@ type kind interface {
 	refreshCall(h *handle, ms int64) call
 	// ttlCall reads the time left in ms, 0 when not held.
 	ttlCall(h *handle) call
-	// release releases the lease once: whether it was held, and how many
-	// keys went to waiters.
-	release(ctx context.Context, h *handle) (held bool, handed int, err error)
+	// releaseCall releases the lease once; reply handed*(units+1) + ours
+	// (see call.units): how many of its units were still its own, and how
+	// many of those went to waiters.
+	releaseCall(h *handle) call
 	// public returns h as its primitive's handle type, for hooks.
 	public(h *handle) Handle
 }
@@ -178,23 +179,42 @@ func (h *handle) release(ctx context.Context) error {
 		defer cancel()
 	}
 	ctx, start := h.obs.releaseStart(ctx)
-	var held bool
-	var handed int
-	var err error
-	if ms := time.Until(h.hold).Milliseconds(); ms > 0 {
-		// Before MinHold: the keys stay the token's until then, as a
-		// refresh to what is left of it leaves them.
-		var n int64
-		n, err = h.be.run(ctx, h, h.kind.refreshCall(h, ms))
-		held = n == 1
-	} else {
-		held, handed, err = h.kind.release(ctx, h)
-	}
+	held, handed, err := h.releaseOnce(ctx)
 	if err == nil && !held {
 		err = ErrLockNotHeld
 	}
 	h.obs.released(ctx, start, handed, err)
 	return err
+}
+
+// releaseOnce sends the release: before MinHold a refresh to what is left
+// of it, which leaves the keys the token's until then; otherwise the
+// kind's release call (or, when the server's ACL refuses that one before
+// it wrote anything, its fallback).
+func (h *handle) releaseOnce(ctx context.Context) (held bool, handed int, err error) {
+	if ms := time.Until(h.hold).Milliseconds(); ms > 0 {
+		n, err := h.be.run(ctx, h, h.kind.refreshCall(h, ms))
+		return n == 1, 0, err
+	}
+	c := h.kind.releaseCall(h)
+	sent := time.Now()
+	r, err := h.be.run(ctx, h, c)
+	if err != nil && c.denied != nil && deniedByACL(err) {
+		c = *c.denied
+		r, err = h.be.run(ctx, h, c)
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	if r < 0 {
+		return false, 0, unexpectedReply(opRelease, h.keys, r)
+	}
+	units := int64(max(c.units, 1))
+	ours, n := r%(units+1), r/(units+1)
+	if n > 0 && h.wait != nil {
+		h.wait.handedOver(h, c, sent)
+	}
+	return ours == units, int(n), nil
 }
 
 // discard releases h as a clean-up (a Campaign that gave up), which the

@@ -142,13 +142,18 @@ func (lockKind) ttlCall(h *handle) call {
 	return call{op: opTTL, script: ttlScript, keys: h.keys, args: []any{h.tokenArg}}
 }
 
-func (lockKind) release(ctx context.Context, h *handle) (bool, int, error) {
+// releaseCall hands the keys over to their waiters when the lock was
+// obtained with WaitForRelease, or attached (waitforrelease.go), and
+// deletes them otherwise.
+func (lockKind) releaseCall(h *handle) call {
+	del := call{op: opRelease, script: deleteScript, keys: h.keys, args: []any{h.tokenArg}, compare: true, units: len(h.keys)}
 	if h.wait != nil {
-		ours, handed, ok, err := h.wait.release(ctx, h)
-		if ok {
-			return int(ours) == len(h.keys), int(handed), err
+		if c, ok := h.wait.releaseCall(h); ok {
+			if h.wait.ifAllowed {
+				c.denied = &del
+			}
+			return c
 		}
 	}
-	ours, err := h.be.run(ctx, h, call{op: opRelease, script: deleteScript, keys: h.keys, args: []any{h.tokenArg}, compare: true})
-	return int(ours) == len(h.keys), 0, err
+	return del
 }

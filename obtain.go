@@ -70,30 +70,7 @@ func (c *Client) acquire(ctx context.Context, a *acquisition) error {
 	if waiting {
 		err = c.wait(ctx, a, plan)
 	} else {
-		first := true
-		err = withRetry(ctx, a.ttl, a.strategy, func(ctx context.Context) (bool, error) {
-			call := a.attempt
-			call.plain = call.plain && first
-			first = false
-			sent := time.Now()
-			reply, err := h.be.run(ctx, h, call)
-			obtained, final := err == nil && reply >= 0, error(nil)
-			if err == nil && a.held != nil {
-				obtained, final = a.held(reply)
-			}
-			h.obs.attempt(ctx, obtained, err)
-			switch {
-			case err != nil:
-				return false, err
-			case final != nil:
-				return true, final
-			case !obtained:
-				return false, nil
-			}
-			h.fence = reply
-			h.lease.Obtained(sent, a.ttl)
-			return true, nil
-		})
+		err = c.poll(ctx, a)
 	}
 	if err != nil {
 		err = typed(ctx, h.be.redis(), a.attempt.keys, a.attempt.needs, err)
@@ -114,6 +91,34 @@ func (c *Client) acquire(ctx context.Context, a *acquisition) error {
 		h.setToken()
 	}
 	return err
+}
+
+// poll is acquire's retry loop: attempts as a.strategy says, the first
+// one plain when a.attempt is.
+func (c *Client) poll(ctx context.Context, a *acquisition) error {
+	h := a.h
+	l := retry.Begin(ctx, a.ttl, a.strategy, script.Transient)
+	defer l.Stop()
+	for call := a.attempt; ; call.plain = false {
+		sent := time.Now()
+		reply, err := h.be.run(l.Context(), h, call)
+		obtained, final := err == nil && reply >= 0, error(nil)
+		if err == nil && a.held != nil {
+			obtained, final = a.held(reply)
+		}
+		h.obs.attempt(l.Context(), obtained, err)
+		switch {
+		case final != nil:
+			return final
+		case obtained:
+			h.fence = reply
+			h.lease.Obtained(sent, a.ttl)
+			return nil
+		}
+		if !l.Again(err) {
+			return loopErr(l.Err())
+		}
+	}
 }
 
 // wait is acquire's wait for WaitForRelease, through the handoff engine.
@@ -146,7 +151,7 @@ func (c *Client) wait(ctx context.Context, a *acquisition, plan retry.Plan) erro
 		if h.wait != nil {
 			h.wait.hint = nil // given back, not released by the caller: no requeue
 		}
-		_, _, _ = h.kind.release(rctx, h)
+		_, _, _ = h.releaseOnce(rctx)
 	})
 }
 

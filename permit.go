@@ -91,10 +91,10 @@ func (permitKind) ttlCall(h *handle) call {
 	return call{op: opTTL, script: semTTLScript, keys: h.keys[:1], args: []any{h.tokenArg}, ro: true, needs: semNeeds}
 }
 
-// release runs semaphore_release.lua, handing the slot over when the
+// releaseCall is semaphore_release.lua, handing the slot over when the
 // permit was acquired with WaitForRelease.
-func (permitKind) release(ctx context.Context, h *handle) (bool, int, error) {
-	c := call{op: opRelease, script: semReleaseScript, keys: h.keys, args: []any{h.tokenArg}, needs: semNeeds}
+func (permitKind) releaseCall(h *handle) call {
+	c := call{op: opRelease, script: semReleaseScript, keys: h.keys, args: []any{h.tokenArg}, needs: semNeeds, units: 1}
 	if h.wait != nil {
 		// The key's queue and wake-up list (the key was checked to have
 		// them).
@@ -105,10 +105,5 @@ func (permitKind) release(ctx context.Context, h *handle) (bool, int, error) {
 		c.keys = []string{h.keys[0], h.keys[1], q[1], q[2]}
 		c.args = append(c.args, handoff.ReservationArg)
 	}
-	r, err := h.be.run(ctx, h, c)
-	if err == nil && r < 0 {
-		err = unexpectedReply(opRelease, h.keys[:1], r)
-	}
-	// handed * 2 + ours (semaphore_release.lua).
-	return r%2 == 1, int(r / 2), err
+	return c
 }

@@ -99,18 +99,33 @@ func planOf(s RetryStrategy) (retry.Plan, bool) { return retry.PlanOf(s) }
 // there is nothing more to try (err is then the result); otherwise err is
 // the transient error that made it fail, or nil when the lock is held by
 // another.
-type attemptFunc = retry.Attempt
+type attemptFunc func(ctx context.Context) (done bool, err error)
 
-// withRetry runs attempt until it is done, the strategy gives up, or the context
-// ends. Without a deadline on ctx, waiting ends at now+ttl. It runs on the
-// caller's goroutine and starts its own copy of strategy on the first retry,
-// so a shared strategy value keeps no state across calls.
-//
-// It returns the attempt's result; [ErrNotObtained] (or the last transient
-// error) when the strategy gives up; and, when the context ends, an error
-// that matches both [ErrNotObtained] and the context's error.
+// withRetry runs attempt until it is done, the strategy gives up, or the
+// context ends (see internal/retry's Loop). Without a deadline on ctx,
+// waiting ends at now+ttl. It runs on the caller's goroutine and starts its
+// own copy of strategy on the first retry, so a shared strategy value keeps
+// no state across calls. It returns the attempt's result, or the loop's
+// error as [loopErr] words it.
 func withRetry(ctx context.Context, ttl time.Duration, strategy RetryStrategy, attempt attemptFunc) error {
-	err := retry.Run(ctx, ttl, strategy, script.Transient, attempt)
+	l := retry.Begin(ctx, ttl, strategy, script.Transient)
+	defer l.Stop()
+	for {
+		done, err := attempt(l.Context())
+		if done {
+			return err
+		}
+		if !l.Again(err) {
+			return loopErr(l.Err())
+		}
+	}
+}
+
+// loopErr is the error of a retry loop that ended with err:
+// [ErrNotObtained] (or the last transient error) when the strategy gave
+// up; when the context ended, an error that matches both ErrNotObtained
+// and the context's error; any other error as it is.
+func loopErr(err error) error {
 	var ended *retry.EndedError
 	switch {
 	case errors.As(err, &ended):

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redislock/redislock/internal/handoff"
+	"github.com/redislock/redislock/internal/script"
 )
 
 // ReadLock is a read hold of an [RWMutex], from [RWMutex.RLock] or
@@ -191,18 +192,11 @@ func (k *writeKind) ttlCall(h *handle) call {
 	return call{op: opTTL, script: ttlScript, keys: k.keys[:1], args: []any{h.tokenArg}}
 }
 
-func (k *readKind) release(ctx context.Context, h *handle) (bool, int, error) {
-	return rwRelease(ctx, h, call{op: opRelease, script: rwRUnlockScript})
-}
+func (k *readKind) releaseCall(h *handle) call  { return rwRelease(h, rwRUnlockScript) }
+func (k *writeKind) releaseCall(h *handle) call { return rwRelease(h, rwUnlockScript) }
 
-func (k *writeKind) release(ctx context.Context, h *handle) (bool, int, error) {
-	return rwRelease(ctx, h, call{op: opRelease, script: rwUnlockScript})
-}
-
-// rwRelease runs a hold's release script c (reply 1: released) on every
-// key of its RWMutex.
-func rwRelease(ctx context.Context, h *handle, c call) (bool, int, error) {
-	c.keys, c.args = h.keys, []any{h.tokenArg, handoff.ReservationArg, handoff.RegistrationArg}
-	n, err := h.be.run(ctx, h, c)
-	return n == 1, 0, err
+// rwRelease is a hold's release script (reply 1: released) on every key
+// of its RWMutex.
+func rwRelease(h *handle, s *script.Script) call {
+	return call{op: opRelease, script: s, keys: h.keys, args: []any{h.tokenArg, handoff.ReservationArg, handoff.RegistrationArg}, units: 1}
 }

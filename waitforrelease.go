@@ -114,51 +114,35 @@ type waited struct {
 	ifAllowed  bool          // attached: a user whom the ACL refuses the queues deletes instead
 }
 
-// release runs release.lua for a lock's keys h, handing each key of ours
-// over to its next waiter: how many keys were ours and how many went to
-// a waiter. ok is false when the keys cannot have companions in their
-// slot, or (attached) the ACL refused the handover before anything was
-// written: the caller deletes instead.
-func (w *waited) release(ctx context.Context, h *handle) (ours, handed int64, ok bool, err error) {
+// releaseCall is release.lua for the lock h, handing each key of ours over
+// to its next waiter; ok is false when the keys cannot have companions in
+// their slot (the caller deletes instead). A lock whose wait asked again
+// at once, alone, also registers its next wait (release.lua's ARGV[3]).
+func (w *waited) releaseCall(h *handle) (c call, ok bool) {
 	keys, ok := w.companions, w.companions != nil
 	if !ok {
 		if keys, ok = handoff.Companions(h.keys); !ok {
-			return 0, 0, false, nil
+			return call{}, false
 		}
 	}
-	args := []any{h.tokenArg, handoff.ReservationArg}
-	var next string
+	c = call{op: opRelease, script: releaseScript, keys: keys, args: []any{h.tokenArg, handoff.ReservationArg}, units: len(h.keys)}
 	if w.again && !w.ifAllowed && len(h.keys) == 1 && len(keys) == 3 {
-		// The loop that releases and asks again: register the next wait
-		// with this script (release.lua's ARGV[3]).
 		id := rand.Text()
 		if grants, ok := handoff.GrantList(h.keys[0], id); ok {
-			next = id
-			keys = []string{keys[0], keys[1], keys[2], grants}
-			args = append(args, next, handoff.RegistrationArg)
+			c.next = id
+			c.keys = []string{keys[0], keys[1], keys[2], grants}
+			c.args = append(c.args, id, handoff.RegistrationArg)
 		}
 	}
-	sent := time.Now()
-	r, err := h.be.run(ctx, h, call{op: opRelease, script: releaseScript, keys: keys, args: args})
-	switch {
-	case err != nil && w.ifAllowed && deniedByACL(err):
-		// Refused before anything was written: a declared key is checked
-		// before the script runs, and the first command that a queue ACL
-		// lacks comes before any write of the handover.
-		return 0, 0, false, nil
-	case err != nil:
-		return 0, 0, true, err
-	case r < 0:
-		return 0, 0, true, unexpectedReply(opRelease, h.keys, r)
+	return c, true
+}
+
+// handedOver tells the Client's hint that the release c of h, sent at
+// sent, handed its one key over (and registered c.next, when not "").
+func (w *waited) handedOver(h *handle, c call, sent time.Time) {
+	if len(h.keys) == 1 {
+		w.hint.HandedOver(&h.keys[0], c.next, sent)
 	}
-	// handed * (n + 1) + ours (release.lua).
-	n := int64(len(h.keys)) + 1
-	ours, handed = r%n, r/n
-	if handed > 0 && len(h.keys) == 1 {
-		// Registered too when next is not "".
-		w.hint.HandedOver(&h.keys[0], next, sent)
-	}
-	return ours, handed, true, nil
 }
 
 // deniedByACL reports whether err is the server refusing a key or a
