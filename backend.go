@@ -107,8 +107,8 @@ func (s *single) run(ctx context.Context, h *handle, c call) (int64, error) {
 		if n, ok, err := s.compare(ctx, h, c); ok {
 			return n, err
 		}
-	case c.plain && s.server != nil && s.do != nil:
-		return s.setNX(ctx, h, c)
+	case c.plain:
+		return s.plainObtain(ctx, h, c)
 	}
 	var cmd *redis.Cmd
 	if c.ro {
@@ -127,22 +127,26 @@ func (s *single) run(ctx context.Context, h *handle, c call) (int64, error) {
 	return n, nil
 }
 
-// setNX is the first obtain attempt of one unfenced key with a generated
-// token, unless the last such attempt found its key held: SET key value
-// NX PX ttl, value being what obtain.lua writes. Its reply is obtain.lua's:
-// 0 obtained, obtainHeld not.
-func (s *single) setNX(ctx context.Context, h *handle, c call) (n int64, err error) {
+// plainObtain is the first obtain attempt of one key with a generated
+// token (fenced or not): obtain_plain.lua, the lean form of obtain.lua for
+// it, or, for an unfenced key on a Client from New, SET key value NX PX
+// ttl, value being what obtain.lua writes, unless the last such SET found
+// its key held (go-redis allocates far more for SET's nil reply than for
+// a script's integer). Its reply is obtain.lua's: the fence token (0
+// unfenced) when obtained, obtainHeld when not.
+func (s *single) plainObtain(ctx context.Context, h *handle, c call) (n int64, err error) {
+	natives := s.server != nil && s.do != nil && len(c.keys) == 1
 	held := s.setHeld.Load()
-	if held {
-		c.plain = false
-		n, err = s.run(ctx, h, c)
-	} else {
+	if natives && !held {
 		err = s.do.Do(ctx, "set", c.keys[0], h.args.Value(h.metadata), "nx", "px", h.args.TTLArg()).Err()
 		if errors.Is(err, redis.Nil) {
 			n, err = obtainHeld, nil
 		}
+	} else {
+		c.plain, c.script, c.args = false, plainScript, h.argBuf[5:8]
+		n, err = s.run(ctx, h, c)
 	}
-	if err == nil && (n == obtainHeld) != held {
+	if natives && err == nil && (n == obtainHeld) != held {
 		s.setHeld.Store(!held)
 	}
 	return n, err

@@ -186,15 +186,19 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 		scriptKeys = append(scriptKeys, fenceKey)
 		fenced = h.args.Fence(fenceKey)
 	}
-	h.argBuf = [5]any{h.tokenArg, h.metadata, ttlArg, fenced, ""}
-	args := h.argBuf[:]
+	h.argBuf = [8]any{h.tokenArg, h.metadata, ttlArg, fenced, ""}
+	args := h.argBuf[:5]
+	plain := len(keys) == 1 && opt.token() == ""
+	if plain {
+		// The lean first attempt's (obtain_plain.lua, backend.go).
+		h.argBuf[5], h.argBuf[6], h.argBuf[7] = h.args.Owner(), h.args.Rest(h.metadata, fenceKey != ""), ttlArg
+	}
 	a := acquisition{
 		h: h, ttl: ttl, strategy: opt.retryStrategy(), minHold: opt.minHold(), kind: KindLock, inCall: inCall, obs: campaign,
-		// The first attempt on one unfenced key with a generated token may
-		// be a plain SET NX (backend.go); later attempts run the script,
-		// which also takes back a key that a SET whose reply was lost wrote.
-		attempt: call{op: opObtain, script: obtainScript, keys: scriptKeys, args: args[:4:4],
-			plain: len(keys) == 1 && fenceKey == "" && opt.token() == ""},
+		// The first attempt on one key with a generated token is plain: a
+		// lean script, or SET NX for an unfenced one (backend.go); later
+		// attempts run obtain.lua.
+		attempt: call{op: opObtain, script: obtainScript, keys: scriptKeys, args: args[:4:4], plain: plain},
 		held: func(reply int64) (bool, error) { return reply != obtainHeld && reply >= 0, nil },
 		wait: handoff.Request{Keys: h.keys, Obtain: obtainScript, CallKeys: scriptKeys, CallArgs: args[:4:4],
 			PollArgs: args, Leave: leaveScript, Successors: true},

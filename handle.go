@@ -36,7 +36,7 @@ type handle struct {
 	wait     *waited      // how its release hands over; nil: it deletes (waitforrelease.go)
 	args     value.Args   // the obtain's generated token, TTL and fence tag
 	keyBuf   [3]string    // keys' storage: one key (or a semaphore's two), a fence key
-	argBuf   [5]any       // the obtain script's arguments' storage, written before the handle is shared
+	argBuf   [8]any       // the obtain scripts' arguments' storage, written before the handle is shared
 
 	// matched is the value a native compare last matched (backend.go),
 	// for the kinds whose keys hold a lock's value.

@@ -280,6 +280,7 @@ func TestHookNotObtainedAndTaken(t *testing.T) {
 		t.Fatalf("SET: %v", err)
 	}
 	recv(t, ka.Done(), "a's keep-alive to end after the SET")
+	ka.Stop() // Lost comes after Done is closed, on the goroutine Stop waits for
 	checkLines(t, "a", rec.of("a"), []string{
 		"obtain-start lock [" + key + "] 1m0s",
 		"attempt 1 obtained blocked=false handedOver=false err=nil",
@@ -318,6 +319,7 @@ func TestHookLostExpiredAndMaxHold(t *testing.T) {
 	}
 	recv(t, ka.Done(), "the keep-alive to end while refreshes fail")
 	f.failNext(0, nil)
+	ka.Stop() // Lost comes after Done is closed, on the goroutine Stop waits for
 	// A refresh in flight at the loss may report after it.
 	lines := slices.DeleteFunc(rec.of("a"), func(l string) bool { return strings.HasPrefix(l, "refresh-") })
 	if got, want := lines[len(lines)-1], "lost expired endsHold=true held=true lockLost=true"; got != want {
@@ -337,6 +339,7 @@ func TestHookLostExpiredAndMaxHold(t *testing.T) {
 		t.Fatalf("KeepAlive: %v", err)
 	}
 	recv(t, ka2.Done(), "MaxHold")
+	ka2.Stop()
 	lines = rec2.of("a")
 	if got, want := lines[len(lines)-1], "lost max_hold endsHold=true held=true lockLost=true"; got != want {
 		t.Errorf("last event %q, want %q", got, want)
@@ -661,6 +664,7 @@ func TestHookWriteLockTaken(t *testing.T) {
 		t.Fatalf("SET: %v", err)
 	}
 	recv(t, ka.Done(), "a's keep-alive to end after the SET")
+	ka.Stop() // Lost comes after Done is closed, on the goroutine Stop waits for
 	checkLines(t, "a", withoutKeepAliveRefreshes(rec.of("a")), []string{
 		"obtain-start write [" + name + "] 1m0s",
 		"write attempt 1 obtained blocked=false handedOver=false err=nil",

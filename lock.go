@@ -146,14 +146,24 @@ func (lockKind) ttlCall(h *handle) call {
 // obtained with WaitForRelease, or attached (waitforrelease.go), and
 // deletes them otherwise.
 func (lockKind) releaseCall(h *handle) call {
-	del := call{op: opRelease, script: deleteScript, keys: h.keys, args: []any{h.tokenArg}, compare: true, units: len(h.keys)}
 	if h.wait != nil {
 		if c, ok := h.wait.releaseCall(h); ok {
 			if h.wait.ifAllowed {
+				del := deleteCall(h)
 				c.denied = &del
 			}
 			return c
 		}
 	}
-	return del
+	return deleteCall(h)
+}
+
+// deleteCall deletes the keys of h that are still its own: delete.lua, or
+// for one key with a generated token its lean form, which takes the
+// owner prefix (or, where the server has it, a native compare).
+func deleteCall(h *handle) call {
+	if owner := h.args.Owner(); owner != nil && len(h.keys) == 1 {
+		return call{op: opRelease, script: deleteOne, keys: h.keys, args: []any{owner}, compare: true, units: 1}
+	}
+	return call{op: opRelease, script: deleteScript, keys: h.keys, args: []any{h.tokenArg}, compare: true, units: len(h.keys)}
 }

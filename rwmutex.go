@@ -204,8 +204,8 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	if !retry.IsNone(strategy) {
 		reg = ms
 	}
-	h.argBuf = [5]any{h.tokenArg, h.metadata, ms, fenced, reg}
-	args := h.argBuf[:]
+	h.argBuf = [8]any{h.tokenArg, h.metadata, ms, fenced, reg}
+	args := h.argBuf[:5]
 	err = rw.c.acquire(ctx, &acquisition{
 		h: h, ttl: ttl, strategy: strategy, kind: kind, name: rw.name,
 		attempt: call{op: opObtain, script: run, keys: keys, args: args},

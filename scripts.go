@@ -34,9 +34,11 @@ func lua(names ...string) *script.Script {
 // The scripts of locks, elections and Inspect.
 var (
 	obtainScript  = lua("lib", "handover", "obtain")
+	plainScript   = lua("obtain_plain")
 	refreshScript = lua("lib", "refresh")
 	releaseScript = lua("lib", "handover", "release")
 	deleteScript  = lua("lib", "delete")
+	deleteOne     = lua("delete_one")
 	ttlScript     = lua("lib", "ttl")
 	leaveScript   = lua("lib", "handover", "leave")
 	inspectScript = lua("inspect")

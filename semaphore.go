@@ -164,8 +164,8 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 		keys = h.keyBuf[:3]
 		fenced = argFenced
 	}
-	h.argBuf = [5]any{h.tokenArg, h.metadata, ms, int64(s.limit), fenced}
-	args := h.argBuf[:]
+	h.argBuf = [8]any{h.tokenArg, h.metadata, ms, int64(s.limit), fenced}
+	args := h.argBuf[:5]
 	err = s.c.acquire(ctx, &acquisition{
 		h: h, ttl: ttl, strategy: opt.retryStrategy(), minHold: opt.minHold(), kind: KindSemaphore, name: s.key,
 		attempt: call{op: opObtain, script: semAcquireScript, keys: keys, args: args, needs: semNeeds},

@@ -127,6 +127,7 @@ func TestPrimitives(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("the permit's keep-alive did not end after the DEL")
 	}
+	ka.Stop() // Lost is reported after Done closes, on the goroutine Stop waits for
 	semMetrics := merge(gauges("semaphore", 0, 0), map[string]float64{
 		acquire("semaphore", "obtained", "none"):                         2,
 		acquire("semaphore", "not_obtained", "none"):                     1,

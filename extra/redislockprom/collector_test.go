@@ -242,6 +242,7 @@ func TestNotObtainedAndTaken(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("the keep-alive did not end after the SET")
 	}
+	ka.Stop() // Lost is reported after Done closes, on the goroutine Stop waits for
 	check(t, "the end", series(t, reg), map[string]float64{
 		"redislock_acquire_duration_seconds_count{kind=lock,outcome=obtained,wait=none}":     1,
 		"redislock_acquire_duration_seconds_count{kind=lock,outcome=not_obtained,wait=poll}": 1,

@@ -94,6 +94,7 @@ func TestPrimitives(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("the permit's keep-alive did not end after the DEL")
 	}
+	ka.Stop() // Lost is reported after Done closes, on the goroutine Stop waits for
 	add(gauges("semaphore", 0, 0))
 	add(map[string]float64{
 		hold("semaphore", "released"):                      1,

@@ -43,11 +43,12 @@ func (a *Arg) String() string { return string(a.b) }
 // builds: a failed obtain, whose handle is reused, then boxes no argument
 // of its own. The zero value holds none.
 type Args struct {
-	token, ttl, value, fence Arg
-	tokenBuf                 [TokenLen]byte
-	ttlBuf                   [20]byte // an int64 in decimal
-	valueBuf                 [40]byte // the value of a plain SET, short metadata inline
-	fenceBuf                 [8]byte  // the fence counter's tag
+	token, ttl, value, fence, owner, rest Arg
+	tokenBuf                              [TokenLen]byte
+	ttlBuf                                [20]byte           // an int64 in decimal
+	valueBuf                              [40]byte           // Value's or Rest's (an obtain uses one), short metadata inline
+	fenceBuf                              [8]byte            // the fence counter's tag
+	ownerBuf                              [TokenLen + 4]byte // "22:<token>:"
 }
 
 // NewToken generates a token into a's storage and returns it as an
@@ -55,7 +56,32 @@ type Args struct {
 func (a *Args) NewToken() *Arg {
 	fillToken(&a.tokenBuf)
 	a.token.b = a.tokenBuf[:]
+	b := strconv.AppendInt(a.ownerBuf[:0], TokenLen, 10)
+	b = append(b, ':')
+	b = append(b, a.tokenBuf[:]...)
+	a.owner.b = append(b, ':')
 	return &a.token
+}
+
+// Owner returns [Owner] of the token NewToken generated, as an argument
+// (nil when none was generated).
+func (a *Args) Owner() *Arg {
+	if a.owner.b == nil {
+		return nil
+	}
+	return &a.owner
+}
+
+// Rest returns what a lock's value holds after its fence field, as
+// lua/obtain_plain.lua takes it: ":<metadata>" without fence counter,
+// "/<tag>:<metadata>" with the one Fence last named.
+func (a *Args) Rest(metadata string, fenced bool) *Arg {
+	b := a.valueBuf[:0]
+	if fenced {
+		b = append(append(b, '/'), a.fence.b...)
+	}
+	a.rest.b = append(append(b, ':'), metadata...)
+	return &a.rest
 }
 
 // Token returns the token NewToken generated, as a string ("" for none).
