@@ -199,7 +199,7 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 		// lean script, or SET NX for an unfenced one (backend.go); later
 		// attempts run obtain.lua.
 		attempt: call{op: opObtain, script: obtainScript, keys: scriptKeys, args: args[:4:4], plain: plain},
-		held: func(reply int64) (bool, error) { return reply != obtainHeld && reply >= 0, nil },
+		held:    func(reply int64) (bool, error) { return reply != obtainHeld && reply >= 0, nil },
 		wait: handoff.Request{Keys: h.keys, Obtain: obtainScript, CallKeys: scriptKeys, CallArgs: args[:4:4],
 			PollArgs: args, Leave: leaveScript, Successors: true},
 		handsOver: true,
