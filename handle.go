@@ -32,6 +32,7 @@ type handle struct {
 	metadata string       // as obtained
 	fence    int64        // as obtained
 	hold     time.Time    // until when a release keeps the keys ([Options.MinHold]); zero: none
+	kept     atomic.Bool  // released before hold: the keys are left to expire, no longer its to refresh or release
 	obs      *observation // its hooks, nil without (observe.go)
 	wait     *waited      // how its release hands over; nil: it deletes (waitforrelease.go)
 	args     value.Args   // the obtain's generated token, TTL and fence tag
@@ -142,6 +143,9 @@ func (h *handle) refresh(ctx context.Context, ttl time.Duration, opt *Options) e
 	if err != nil {
 		return err
 	}
+	if h.kept.Load() {
+		return ErrNotObtained // released: a refresh would keep the keys beyond their hold
+	}
 	leaseTTL := time.Duration(ms) * time.Millisecond
 	ctx, start := h.obs.refreshStart(ctx, ttl, false)
 	err = withRetry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
@@ -181,13 +185,22 @@ func (h *handle) release(ctx context.Context) error {
 	var held bool
 	var handed int
 	var err error
-	if ms := time.Until(h.hold).Milliseconds(); ms > 0 {
+	switch left := time.Until(h.hold); {
+	case h.kept.Load():
+		// Released before MinHold already: the keys are no longer its.
+	case left > 0:
 		// Before MinHold: the keys stay the token's until then, as a
-		// refresh to what is left of it leaves them.
+		// refresh to what is left of it, rounded up to a whole
+		// millisecond (rounded down, they could go up to 1 ms early),
+		// leaves them.
+		ms := int64((left + time.Millisecond - 1) / time.Millisecond)
 		var n int64
 		n, err = h.be.run(ctx, h, h.kind.refreshCall(h, ms))
 		held = n == 1
-	} else {
+		if held {
+			h.kept.Store(true)
+		}
+	default:
 		held, handed, err = h.kind.release(ctx, h)
 	}
 	if err == nil && !held {
