@@ -6,7 +6,7 @@
 # sub-module has its own go.mod, so the library never depends on what they
 # use.
 
-SUBMODULES := $(wildcard cmd/redislock bench chaos extra/redislockotel extra/redislockprom extra/redislockcron extra/redislockgoose)
+SUBMODULES := $(wildcard cmd/redislock bench chaos extra/redislockotel extra/redislockprom extra/redislockcron extra/redislockgoose extra/redislockmigrate)
 GO ?= go
 
 .PHONY: test test-go1.27 gotest lint tools demo deps vet build bench install chaos fuzz
