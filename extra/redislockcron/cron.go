@@ -63,7 +63,10 @@ type Options struct {
 	// fire within it. Give the schedule's period (an hourly job: one
 	// hour), on a schedule whose fires start the slots (UTC multiples of
 	// the period, as "0 * * * *" is for an hour). A job that runs longer
-	// than its slot does not keep the next slot's fire from running.
+	// than its slot does not keep the next slot's fire from running. A
+	// process that dies holding the slot's lock leaves the key until its
+	// lease ends: the period until the keep-alive's first refresh, the
+	// TTL after.
 	// Default: 0, one key, the job's name.
 	OncePer time.Duration
 
@@ -156,8 +159,8 @@ func New(client *redislock.Client, name string, opt *Options) (*Locker, error) {
 // [context.Cause], matches [redislock.ErrLockLost]; with
 // KeepAliveOptions.MaxHold, also [redislock.ErrMaxHoldReached]) and
 // releases the lock when fn returns, or panics (the panic goes on). A
-// release before MinHold, or before the slot's end, leaves the key to
-// expire then.
+// release before MinHold (with OncePer, before one period past the
+// slot's end) leaves the key to expire then.
 //
 // It returns an error matching [redislock.ErrNotObtained], without calling
 // fn, when another process holds the lock: the fire is skipped; an

@@ -117,6 +117,24 @@ func TestRunOncePer(t *testing.T) {
 	}
 }
 
+// A slot's lock comes with a lease of the period (1 s here), shorter than
+// the TTL: the keep-alive renews it in time for a job that outlives it.
+func TestRunOncePerOutlivesLease(t *testing.T) {
+	rdb := redistest.Standalone(t)
+	l := newLocker(t, redislock.New(rdb), redistest.Key(t, "{job}"), &redislockcron.Options{OncePer: time.Second})
+	err := l.Run(context.Background(), func(ctx context.Context) error {
+		select {
+		case <-time.After(2500 * time.Millisecond): // the job's work
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	if err != nil {
+		t.Errorf("Run of a job longer than its slot's lease = %v, want nil", err)
+	}
+}
+
 // A lock lost while the job runs (its key deleted) cancels the job's
 // context with a cause matching ErrLockLost, and Run returns an error
 // that matches it, beside the job's own; through Job the Logger gets it.
