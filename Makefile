@@ -1,10 +1,13 @@
 # The two commands a newcomer needs: `make demo` and `make test`.
 # Everything else is for developers. Go modules: the library (.), the
 # command-line tool and demo (cmd/redislock), benchmarks against other
-# libraries (bench), fault-injection tests (chaos). Each sub-module has its
-# own go.mod, so the library never depends on what they use.
+# libraries (bench), fault-injection tests (chaos), the comparison with
+# bsm/redislock (compat), integrations (extra/*:
+# OpenTelemetry, Prometheus, robfig/cron, goose, golang-migrate). Each
+# sub-module has its own go.mod, so the library never depends on what they
+# use.
 
-SUBMODULES := $(wildcard cmd/redislock bench chaos compat extra/redislockotel extra/redislockprom)
+SUBMODULES := $(wildcard cmd/redislock bench chaos compat extra/redislockotel extra/redislockprom extra/redislockcron extra/redislockgoose extra/redislockmigrate)
 GO ?= go
 
 .PHONY: test test-go1.27 gotest lint tools demo deps vet build bench install chaos fuzz

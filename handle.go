@@ -32,6 +32,7 @@ type handle struct {
 	metadata string       // as obtained
 	fence    int64        // as obtained
 	hold     time.Time    // until when a release keeps the keys ([Options.MinHold]); zero: none
+	kept     atomic.Bool  // released before hold: the keys are left to expire, no longer its to refresh or release
 	obs      *observation // its hooks, nil without (observe.go)
 	wait     *waited      // how its release hands over; nil: it deletes (waitforrelease.go)
 	args     value.Args   // the obtain's generated token, TTL and fence tag
@@ -143,6 +144,9 @@ func (h *handle) refresh(ctx context.Context, ttl time.Duration, opt *Options) e
 	if err != nil {
 		return err
 	}
+	if h.kept.Load() {
+		return ErrNotObtained // released: a refresh would keep the keys beyond their hold
+	}
 	leaseTTL := time.Duration(ms) * time.Millisecond
 	ctx, start := h.obs.refreshStart(ctx, ttl, false)
 	err = withRetry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
@@ -188,13 +192,21 @@ func (h *handle) release(ctx context.Context) error {
 }
 
 // releaseOnce sends the release: before MinHold a refresh to what is left
-// of it, which leaves the keys the token's until then; otherwise the
-// kind's release call (or, when the server's ACL refuses that one before
+// of it, which leaves the keys the token's until then (and the handle no
+// longer theirs: kept); otherwise the kind's release call (or, when the server's ACL refuses that one before
 // it wrote anything, its fallback).
 func (h *handle) releaseOnce(ctx context.Context) (held bool, handed int, err error) {
-	if ms := time.Until(h.hold).Milliseconds(); ms > 0 {
-		n, err := h.be.run(ctx, h, h.kind.refreshCall(h, ms))
-		return n == 1, 0, err
+	switch left := time.Until(h.hold); {
+	case h.kept.Load():
+		return false, 0, nil // released before MinHold already: the keys are no longer its
+	case left > 0:
+		// Rounded up to a whole millisecond: rounded down, the keys
+		// could go up to 1 ms early.
+		n, err := h.be.run(ctx, h, h.kind.refreshCall(h, int64((left+time.Millisecond-1)/time.Millisecond)))
+		if held = err == nil && n == 1; held {
+			h.kept.Store(true)
+		}
+		return held, 0, err
 	}
 	c := h.kind.releaseCall(h)
 	sent := time.Now()

@@ -186,3 +186,62 @@ func TestSlotKey(t *testing.T) {
 		}
 	}
 }
+
+// A second ObtainSlot that waits (a retry strategy) ends at the slot's end:
+// it never takes the key of a slot whose job ran, which would run that
+// slot's job twice. (The key is freed at the slot's end; the wait, bounded
+// by one TTL of a period from its start, went on past it.)
+func TestObtainSlotWaitEndsWithSlot(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		job := redistest.Key(t, "{report}")
+		const period = 300 * time.Millisecond
+		first, err := redislock.New(rdb).ObtainSlot(ctx, job, period, nil)
+		if err != nil {
+			t.Fatalf("ObtainSlot: %v", err)
+		}
+		if err := first.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, waitTimeout)
+		defer cancel()
+		second, err := redislock.New(rdb).ObtainSlot(wctx, job, period, &redislock.Options{RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond)})
+		if err == nil {
+			defer second.Release(ctx)
+			if second.Key() == first.Key() {
+				t.Fatalf("a waiting ObtainSlot took the key %s of a slot whose job had run", second.Key())
+			}
+			return // the first obtain was at the very end of its slot: the second is in the next
+		}
+		if !errors.Is(err, redislock.ErrNotObtained) {
+			t.Fatalf("waiting ObtainSlot = %v, want ErrNotObtained", err)
+		}
+	})
+}
+
+// A lock released before MinHold is released: a second Release reports
+// ErrLockNotHeld and a Refresh ErrNotObtained, as after any release, and
+// neither keeps the keys beyond the hold.
+func TestMinHoldReleasedOnce(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		const hold = 5 * time.Second
+		lock, err := redislock.New(rdb).Obtain(ctx, key, time.Minute, &redislock.Options{MinHold: hold})
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		if err := lock.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if err := lock.Release(ctx); !errors.Is(err, redislock.ErrLockNotHeld) {
+			t.Errorf("second Release = %v, want ErrLockNotHeld", err)
+		}
+		if err := lock.Refresh(ctx, time.Hour, nil); !errors.Is(err, redislock.ErrNotObtained) {
+			t.Errorf("Refresh after Release = %v, want ErrNotObtained", err)
+		}
+		if ms := rdb.PTTL(ctx, key).Val(); ms <= 0 || ms > hold {
+			t.Errorf("the key's TTL is %v, want (0, %v]", ms, hold)
+		}
+	})
+}

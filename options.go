@@ -63,10 +63,13 @@ type Options struct {
 	// the same script, to expire by themselves MinHold after the obtain
 	// returned, instead of deleting them; waiters see it held until then,
 	// and nothing is handed over before. A release after MinHold deletes
-	// as usual. It is the "lock at least for" of a scheduled job that
-	// must not run twice when another replica fires a little later (see
-	// docs/scheduling.md); [KeepAliveOptions.MaxHold] is the "at most".
-	// Fence tokens are unchanged. A negative value fails with
+	// as usual. A Lock (or Permit) released before MinHold is released
+	// all the same: a Refresh then returns [ErrNotObtained] and another
+	// Release [ErrLockNotHeld], sending nothing. It is the "lock at least
+	// for" of a scheduled job that must not run twice when another replica
+	// fires a little later (see docs/scheduling.md);
+	// [KeepAliveOptions.MaxHold] is the "at most". Fence tokens are
+	// unchanged. A negative value fails with
 	// [ErrInvalidOption] before anything is sent, and so does a MinHold
 	// on an RWMutex's holds or an election, which do not support it.
 	// Default: 0, a release deletes at once.

@@ -23,15 +23,19 @@ func SlotKey(job string, period time.Duration, t time.Time) (key string, end tim
 }
 
 // ObtainSlot obtains the lock of job for the slot of period that now falls
-// in ([SlotKey]) and keeps its key until the slot's end at least, whenever
-// it is released: another process that fires the same job for the same
-// slot, later by up to the rest of the slot (a clock or a scheduler
-// behind), finds it taken, and one firing for the next slot takes a key of
-// its own. The lock's TTL is period; a job that runs longer keeps it with
-// [Lock.KeepAlive]. Of opt, everything is used as by [Client.Obtain], and
-// opt.MinHold, when it reaches past the slot's end, extends the hold.
-// Errors are those of Obtain, and [ErrInvalidOption] for a period below
-// one millisecond, before anything is sent.
+// in ([SlotKey]) and keeps its key, whenever it is released, until the
+// slot's end at least (in fact until one period after it): another
+// process that fires the same job for the same slot, later by up to the
+// rest of the slot (a clock or a scheduler behind), finds it taken, and
+// one firing for the next slot takes a key of its own. The lock's TTL is
+// period; a job that runs longer keeps it with [Lock.KeepAlive]. Of opt,
+// everything is used as by [Client.Obtain], and opt.MinHold, when it
+// reaches further, extends the hold; a wait (opt.RetryStrategy) ends at
+// the slot's end at the latest, by this process's clock (its error
+// matches ErrNotObtained and [context.DeadlineExceeded]), and never takes
+// the key of a slot whose job has run. Errors are those of Obtain, and
+// [ErrInvalidOption] for a period below one millisecond, before anything
+// is sent.
 func (c *Client) ObtainSlot(ctx context.Context, job string, period time.Duration, opt *Options) (*Lock, error) {
 	if period < time.Millisecond {
 		return nil, fmt.Errorf("%w: slot period %v is below 1ms", ErrInvalidOption, period)
@@ -42,8 +46,18 @@ func (c *Client) ObtainSlot(ctx context.Context, job string, period time.Duratio
 	if opt != nil {
 		o = *opt
 	}
+	// The key outlives the slot by a period: an attempt of a wait that
+	// began before the slot's end can reach Redis after it (a loaded
+	// machine, a slow network), and one of a process whose clock is
+	// behind ends later still; a key freed at the slot's end would let
+	// either take it and run the slot's job a second time.
 	if o.MinHold >= 0 { // a negative one is Obtain's to refuse
-		o.MinHold = max(o.MinHold, end.Sub(now))
+		o.MinHold = max(o.MinHold, end.Add(period).Sub(now))
+	}
+	if ctx != nil && o.RetryStrategy != nil { // a nil ctx is Obtain's to refuse
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, end)
+		defer cancel()
 	}
 	return c.Obtain(ctx, key, period, &o)
 }

@@ -106,6 +106,15 @@ func TestUsage(t *testing.T) {
 		{[]string{"run", "-E", "300", "k", "true"}, "not in 0..255"},
 		{[]string{"status", "--bogus", "k"}, "unknown flag --bogus"},
 		{[]string{"completion", "fish"}, `unknown shell "fish"`},
+		{[]string{"run", "--min-hold", "-1s", "k", "true"}, "--min-hold -1s is negative"},
+		{[]string{"run", "--min-hold", "5", "k", "true"}, "a duration needs a unit"},
+		{[]string{"run", "--once-per", "-1h", "k", "true"}, "--once-per -1h0m0s is negative"},
+		{[]string{"run", "--once-per", "10ms", "k", "true"}, "--once-per 10ms is below 100ms"},
+		{[]string{"run", "-s", "--min-hold", "1s", "k", "true"}, "--min-hold cannot be used with --shared"},
+		{[]string{"run", "-s", "--once-per", "1h", "k", "true"}, "--once-per takes a lock of its own for each slot"},
+		{[]string{"run", "--limit", "2", "--once-per", "1h", "k", "true"}, "--once-per takes a lock of its own for each slot"},
+		{[]string{"run", "-w", "5", "--min-hold", "1s", "k", "true"}, "cannot be used with --wait"},
+		{[]string{"run", "--wait", "forever", "--once-per", "1h", "k", "true"}, "cannot be used with --wait"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr)
@@ -127,7 +136,7 @@ func TestUsage(t *testing.T) {
 	}
 	stdout.Reset()
 	_ = run(context.Background(), []string{"run", "--help"}, &stdout, &stderr)
-	for _, want := range []string{"-w, --wait, --timeout SECONDS", "-n, --nonblock", "-s, --shared", "-e, -x, --exclusive", "-o, --close", "-V, --version", "--keep-credentials", "--tls", "--redis-error-exit-code CODE", "-E, --conflict-exit-code CODE", "-c, --command SHELL-COMMAND", "-q, --quiet", "-v, --verbose", "--password-file FILE", "--tls-ca FILE", "SSL_CERT_FILE", "up to TTL/3 later", "within a second"} {
+	for _, want := range []string{"-w, --wait, --timeout SECONDS", "-n, --nonblock", "-s, --shared", "-e, -x, --exclusive", "-o, --close", "-V, --version", "--keep-credentials", "--tls", "--redis-error-exit-code CODE", "-E, --conflict-exit-code CODE", "-c, --command SHELL-COMMAND", "-q, --quiet", "-v, --verbose", "--password-file FILE", "--tls-ca FILE", "SSL_CERT_FILE", "up to TTL/3 later", "within a second", "--min-hold DURATION", "--once-per PERIOD", "Once per fire"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("run --help lacks %q", want)
 		}

@@ -34,6 +34,24 @@ that waited too; a release by another holder, or its expiry, is noticed
 within a second. While waiting, a Redis that cannot be reached (refused
 connections, a restart) is tried again until the wait runs out.
 
+Once per fire (a job that cron starts on several machines): a fast job
+can still run twice when the machines fire a little apart (a clock or a
+cron behind): the first run releases KEY before the second starts.
+--min-hold DURATION keeps KEY held for DURATION after it was obtained,
+however soon COMMAND exits: a run that starts up to DURATION later is
+refused (exit 75, or -E's code). Give it more than the machines can be
+apart, and less than the time between two fires less that much, or the
+next fire is refused too. --once-per PERIOD takes instead a key per slot
+of PERIOD, KEY:START (START the slot's start in UTC; for a PERIOD that
+divides a day, the slots start at UTC midnight), kept until a period past
+the slot's end: COMMAND runs at most once per slot, however far apart the
+machines start it within the slot. Give the schedule's period (an hourly
+job: --once-per 1h) on a schedule that starts each slot ("0 * * * *").
+REDISLOCK_KEY is then KEY:START. Neither goes with --wait (a run that
+waited would run COMMAND again after the other ran it), nor --once-per
+with --limit or -s, nor --min-hold with -s. A run that dies leaves KEY
+held until its lease ends, not until its hold does.
+
 With --limit N, KEY is a counting semaphore instead of a lock: COMMAND runs
 while fewer than N jobs hold a permit of KEY (at most N at once, across
 machines), and the permit is kept alive, released and lost as the lock
@@ -139,6 +157,12 @@ Examples:
   # at most 4 encoders at once across the fleet, waiting for a free slot
   redislock run --limit 4 --wait forever encode -- ./encode.sh input.mp4
 
+  # cron on every replica at 02:00: the first to start runs the report, a
+  # replica whose clock is up to 10 minutes behind finds it done
+  redislock run -q --min-hold 10m nightly-report -- ./report.sh
+  # at most once per hour, however far apart the replicas start it
+  redislock run -q --once-per 1h hourly-sync -- ./sync.sh
+
   # on a Cluster (a lock key and its fence key need the same {hash tag})
   redislock run --cluster --redis redis://10.0.0.1:7000,10.0.0.2:7000 '{job}:lock' -- ./job`
 
@@ -182,6 +206,12 @@ type runOptions struct {
 	version bool
 	// keepCredentials passes the password variables on to COMMAND.
 	keepCredentials bool
+	// minHold (--min-hold) keeps KEY held that long after the obtain,
+	// however soon COMMAND exits.
+	minHold *time.Duration
+	// oncePer (--once-per), when above 0, takes the key of the slot of
+	// that period instead of KEY (redislock.Client.ObtainSlot).
+	oncePer *time.Duration
 }
 
 // held is what "run" holds while its command runs: a lock, or with
@@ -210,6 +240,8 @@ func newRunFlags() (*flag.FlagSet, *runOptions, aliases) {
 	fs.BoolVar(&o.verbose, "verbose", false, "report the lock obtained, refreshed and released, with its fencing token, on stderr")
 	fs.StringVar(&o.fenceKey, "fence-key", "", "fencing counter `KEY`: sets REDISLOCK_FENCE_TOKEN (on a Cluster, in KEY's hash slot)")
 	fs.StringVar(&o.metadata, "metadata", "", "`TEXT` stored with the lock, shown by status (default hostname:pid)")
+	o.minHold = durationFlag(fs, "min-hold", 0, "keep KEY held for `DURATION` after it was obtained, however soon COMMAND exits: a run that starts up to DURATION later is refused (see Once per fire)")
+	o.oncePer = durationFlag(fs, "once-per", 0, "lock the slot of `PERIOD` that now falls in, KEY:START, kept until a period past the slot's end: COMMAND runs once per slot (see Once per fire)")
 	fs.IntVar(&o.limit, "limit", 0, "run while fewer than `N` jobs hold KEY, a counting semaphore of N permits (default 0: KEY is a lock, one job)")
 	fs.BoolVar(&o.shared, "shared", false, "take a shared hold of KEY: shared runs run together, never beside an exclusive one (flock's -s; see Shared runs)")
 	fs.BoolVar(&o.exclusive, "exclusive", false, "take KEY exclusively: the default (flock's -x)")
@@ -309,7 +341,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		prog: prog, key: key, ttl: *o.ttl, grace: *o.grace, stderr: stderr,
 		quiet: o.quiet, verbose: o.verbose, events: noEvents{},
 		limit: o.limit, shared: o.shared, keepCredentials: o.keepCredentials,
-		errorCode: o.conn.errorCode,
+		errorCode: o.conn.errorCode, minHold: *o.minHold, oncePer: *o.oncePer,
+	}
+	if r.oncePer > 0 {
+		// The key that messages name until the obtain says which it took.
+		r.job = key
+		r.key, _ = redislock.SlotKey(key, r.oncePer, time.Now())
 	}
 	if o.verbose {
 		r.events = &verboseEvents{say: r.say, limit: o.limit, shared: o.shared}
@@ -341,7 +378,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// A server that has just started may have restarted empty under
 		// a run that has not seen it yet (serverwatch.go).
 		var uptime time.Duration
-		r.runID, uptime = serverStart(wctx, rdb, key)
+		r.runID, uptime = serverStart(wctx, rdb, r.key)
 		if uptime >= 0 && uptime < restartRecent {
 			r.holdBack = restartHoldBack
 		}
@@ -390,6 +427,18 @@ func checkRunArgs(key string, present bool, command []string, o *runOptions) str
 		return "--shared and --limit: KEY is a lock (shared or exclusive) or a semaphore, not both"
 	case o.shared && o.fenceKey != "":
 		return "--fence-key cannot be used with --shared: shared runs get no fencing token (exclusive runs are the writers)"
+	case *o.minHold < 0:
+		return fmt.Sprintf("--min-hold %v is negative", *o.minHold)
+	case *o.oncePer < 0:
+		return fmt.Sprintf("--once-per %v is negative", *o.oncePer)
+	case *o.oncePer > 0 && *o.oncePer < minRunTTL:
+		return fmt.Sprintf("--once-per %v is below %v", *o.oncePer, minRunTTL)
+	case o.shared && *o.minHold > 0:
+		return "--min-hold cannot be used with --shared: shared holds end when their runs do"
+	case o.shared && *o.oncePer > 0, o.limit > 0 && *o.oncePer > 0:
+		return "--once-per takes a lock of its own for each slot: not with --shared or --limit"
+	case (*o.minHold > 0 || *o.oncePer > 0) && (o.wait.forever || o.wait.d > 0):
+		return "--min-hold and --once-per cannot be used with --wait: a run that waited would run COMMAND again after the run that held KEY"
 	}
 	return o.conn.check()
 }
@@ -410,6 +459,16 @@ type runner struct {
 	keepCredentials bool
 	// errorCode: the exit status when Redis fails (--redis-error-exit-code).
 	errorCode int
+	// minHold (--min-hold): the obtain's Options.MinHold.
+	minHold time.Duration
+	// oncePer (--once-per), when above 0: the lock is the slot's of that
+	// period, of the job named job; key is the slot's key, set by the
+	// obtain (before, the one the clock reads).
+	oncePer time.Duration
+	job     string
+	// holdUntil is when the release stops leaving the key held (MinHold,
+	// the slot): zero without.
+	holdUntil time.Time
 	// verbose: events go to stderr, and refreshes are looked for on a
 	// ticker too, to be told as they happen.
 	verbose bool
@@ -435,7 +494,7 @@ func (r *runner) say(format string, args ...any) {
 // said why, and returns the exit code.
 func (r *runner) obtain(ctx context.Context, until time.Time, wait *waitValue, fenceKey, metadata string, conflictCode int) (held, int, bool) {
 	waiting := !until.IsZero()
-	opt := &redislock.Options{Metadata: metadata, FenceKey: fenceKey}
+	opt := &redislock.Options{Metadata: metadata, FenceKey: fenceKey, MinHold: r.minHold}
 	if waiting {
 		// Locks, permits and read holds alike: the release of a holder
 		// that waited too hands over to the longest waiter.
@@ -453,9 +512,26 @@ func (r *runner) obtain(ctx context.Context, until time.Time, wait *waitValue, f
 		case r.shared:
 			return r.takeShared(ctx, locker, opt)
 		}
-		lock, err := locker.Obtain(ctx, r.key, r.ttl, opt)
+		var lock *redislock.Lock
+		var err error
+		began := time.Now()
+		if r.oncePer > 0 {
+			// The slot's lock comes with a lease of the period, which the
+			// keep-alive renews to the TTL; its release leaves the key
+			// until a period past the slot's end.
+			if lock, err = locker.ObtainSlot(ctx, r.job, r.oncePer, opt); err == nil {
+				r.key = lock.Key()
+				_, end := redislock.SlotKey(r.job, r.oncePer, began)
+				r.holdUntil = end.Add(r.oncePer)
+			}
+		} else {
+			lock, err = locker.Obtain(ctx, r.key, r.ttl, opt)
+		}
 		if err != nil {
 			return nil, err
+		}
+		if until := began.Add(r.minHold); until.After(r.holdUntil) {
+			r.holdUntil = until
 		}
 		if err := r.excludeShared(ctx, locker, lock, &redislock.Options{Metadata: metadata, RetryStrategy: opt.RetryStrategy}); err != nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
@@ -575,6 +651,9 @@ func (r *runner) release(ctx context.Context, lock held) error {
 	switch {
 	case err == nil:
 		r.events.released(r.key)
+		if left := time.Until(r.holdUntil); r.verbose && left > 0 {
+			r.say("%s stays held for %v more (--min-hold, --once-per), then expires", r.key, roundMs(left))
+		}
 	case !errors.Is(err, redislock.ErrLockNotHeld):
 		r.say("release %s: %v (it expires within %v)", r.key, err, r.ttl)
 	}

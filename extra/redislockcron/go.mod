@@ -1,0 +1,15 @@
+module github.com/redislock/redislock/extra/redislockcron
+
+go 1.26.0
+
+require (
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redislock/redislock v0.1.0
+	github.com/robfig/cron/v3 v3.0.1
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)
