@@ -2,12 +2,14 @@ package quorum
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha1" //nolint:gosec // G505: a tag naming a key in stored values, not a security measure
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,6 +79,7 @@ type Request struct {
 // Grant is an obtained lock.
 type Grant struct {
 	Fence      int64     // the fence token; 0 without FenceKey
+	Tag        string    // the acquisition's tag, in its keys' values: Refresh, Release and TTL need it
 	Sent       time.Time // when round 1 was sent: the validity starts here
 	ValidUntil time.Time // Sent + Validity(TTL), on the monotonic clock
 	Nodes      int       // nodes that hold the keys, as far as the last round knows
@@ -106,10 +109,9 @@ func (e *Engine) Obtain(ctx context.Context, r Request) (Grant, error) {
 	fenced := r.FenceKey != ""
 	keys := make([]string, 0, len(r.Keys)+2)
 	keys = append(keys, r.Keys...)
-	tag := "0"
+	tag := newTag(r.FenceKey)
 	if fenced {
 		keys = append(keys, r.FenceKey)
-		tag = Tag(r.FenceKey)
 	}
 	keys = append(keys, Marker(r.Keys[0]))
 	confirmKeys := keys[:len(keys)-1]
@@ -147,13 +149,14 @@ func (e *Engine) Obtain(ctx context.Context, r Request) (Grant, error) {
 			e.see(a.token)
 			return Grant{
 				Fence:      a.token,
+				Tag:        tag,
 				Sent:       sent,
 				ValidUntil: sent.Add(Validity(ttl)),
 				Nodes:      a.counts.Taken,
 				Rounds:     a.round,
 			}, nil
 		case abandon:
-			e.clean(ctx, r.Keys, r.Token, a.touched, ttl)
+			e.clean(ctx, r.Keys, r.Token, tag, a.touched, ttl)
 			return Grant{}, &Failure{
 				Op:      "obtain",
 				Kind:    ErrNotObtained,
@@ -174,9 +177,9 @@ var errExhausted = errors.New("quorum: fence tokens exhausted (2^53)")
 type Hold struct {
 	Keys       []string
 	Token      string
+	Tag        string // Grant.Tag
 	Metadata   string
-	FenceKey   string    // "" when obtained without one
-	Fence      int64     // the fence token, 0 without FenceKey
+	Fence      int64     // the fence token, 0 without a fence key
 	ValidUntil time.Time // the end of the current validity (Grant.ValidUntil, Renewal.ValidUntil)
 }
 
@@ -201,7 +204,10 @@ type Renewal struct {
 // says whether to retry). It releases nothing. Bad input matches
 // [ErrInput].
 func (e *Engine) Refresh(ctx context.Context, h Hold, ttl time.Duration) (Renewal, error) {
-	ttl, err := e.check(h.Keys, h.Token, ttl, h.FenceKey)
+	ttl, err := e.check(h.Keys, h.Token, ttl, "")
+	if err == nil {
+		err = checkTag(h.Tag)
+	}
 	if err != nil {
 		return Renewal{}, err
 	}
@@ -210,7 +216,7 @@ func (e *Engine) Refresh(ctx context.Context, h Hold, ttl time.Duration) (Renewa
 		return Renewal{}, &Failure{Op: "refresh", Kind: ErrNotHeld, Counts: Counts{Nodes: len(e.nodes)}, Expired: true}
 	}
 	keys := append(append(make([]string, 0, len(h.Keys)+1), h.Keys...), Marker(h.Keys[0]))
-	args := refreshArgs(h.Token, ttl, fenceField(h.Fence, h.FenceKey)+":"+h.Metadata, e.maxTTL)
+	args := refreshArgs(h.Token, h.Tag, ttl, strconv.FormatInt(h.Fence, 10)+"/"+h.Tag+":"+h.Metadata, e.maxTTL)
 	rctx, cancel := context.WithDeadline(ctx, h.ValidUntil)
 	defer cancel()
 	replies := e.each(rctx, nil, func(ctx context.Context, c redis.Scripter) nodeReply {
@@ -229,15 +235,19 @@ func (e *Engine) Refresh(ctx context.Context, h Hold, ttl time.Duration) (Renewa
 	return Renewal{}, f
 }
 
-// Release deletes keys held by token on every node and returns how many
-// nodes released them all. The error joins the nodes' errors (each a
-// *[NodeError]); nil when every node answered. Bad input matches
+// Release deletes, on every node, the keys that are still the
+// acquisition's (token and tag, Grant.Tag) and returns how many nodes
+// released them all. The error is a *[Failure] with the nodes' errors
+// (each a *[NodeError]); nil when every node answered. Bad input matches
 // [ErrInput].
-func (e *Engine) Release(ctx context.Context, keys []string, token string) (int, error) {
+func (e *Engine) Release(ctx context.Context, keys []string, token, tag string) (int, error) {
 	if err := checkKeys(keys, token); err != nil {
 		return 0, err
 	}
-	replies := e.release(ctx, keys, token, nil)
+	if err := checkTag(tag); err != nil {
+		return 0, err
+	}
+	replies := e.release(ctx, keys, token, tag, nil)
 	n := 0
 	for _, r := range replies {
 		if r.kind == rKept {
@@ -251,17 +261,21 @@ func (e *Engine) Release(ctx context.Context, keys []string, token string) (int,
 	return n, &Failure{Op: "release", Kind: ErrNoQuorum, Counts: tally(replies), Errs: errs}
 }
 
-// TTL returns how long a majority of the nodes still holds keys for token:
-// the Majority-th longest of the nodes' remaining times, 0 when fewer than
-// a majority hold them. When nodes failed and their answers could have made
-// it longer, it returns that lower bound and a *[Failure] matching
-// [ErrNoQuorum]. Bad input matches [ErrInput].
-func (e *Engine) TTL(ctx context.Context, keys []string, token string) (time.Duration, error) {
+// TTL returns how long a majority of the nodes still holds the
+// acquisition's keys (token and tag, Grant.Tag): the Majority-th longest
+// of the nodes' remaining times, 0 when fewer than a majority hold them.
+// When nodes failed and their answers could have made it longer, it
+// returns that lower bound and a *[Failure] matching [ErrNoQuorum]. Bad
+// input matches [ErrInput].
+func (e *Engine) TTL(ctx context.Context, keys []string, token, tag string) (time.Duration, error) {
 	if err := checkKeys(keys, token); err != nil {
 		return 0, err
 	}
+	if err := checkTag(tag); err != nil {
+		return 0, err
+	}
 	replies := e.each(ctx, nil, func(ctx context.Context, c redis.Scripter) nodeReply {
-		return parseTTL(ttlScript.Run(ctx, c, keys, token).Result())
+		return parseTTL(ttlScript.Run(ctx, c, keys, token, tag).Result())
 	})
 	ms, exact := quorumTTL(replies)
 	d := time.Duration(ms) * time.Millisecond
@@ -287,18 +301,18 @@ func (e *Engine) each(ctx context.Context, target []bool, call func(context.Cont
 	return replies
 }
 
-// release runs delete.lua on the nodes of target (all for nil); a node's
+// release runs release.lua on the nodes of target (all for nil); a node's
 // reply is rKept when it deleted every key.
-func (e *Engine) release(ctx context.Context, keys []string, token string, target []bool) []nodeReply {
+func (e *Engine) release(ctx context.Context, keys []string, token, tag string, target []bool) []nodeReply {
 	return e.each(ctx, target, func(ctx context.Context, c redis.Scripter) nodeReply {
-		v, err := deleteScript.Run(ctx, c, keys, token).Result()
+		v, err := releaseScript.Run(ctx, c, keys, token, tag).Result()
 		if err != nil {
 			return failedReply(err)
 		}
 		n, ok := v.(int64)
 		switch {
 		case !ok || n < 0 || n > int64(len(keys)):
-			return unexpected("delete.lua", v)
+			return unexpected("release.lua", v)
 		case n == int64(len(keys)):
 			return nodeReply{kind: rKept}
 		}
@@ -308,10 +322,10 @@ func (e *Engine) release(ctx context.Context, keys []string, token string, targe
 
 // clean releases a failed attempt's keys on the nodes of target, even when
 // ctx is done: for at most ttl, after which they have expired.
-func (e *Engine) clean(ctx context.Context, keys []string, token string, target []bool, ttl time.Duration) {
+func (e *Engine) clean(ctx context.Context, keys []string, token, tag string, target []bool, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
 	defer cancel()
-	e.release(ctx, keys, token, target)
+	e.release(ctx, keys, token, tag, target)
 }
 
 // see raises the highest token seen to v.
@@ -363,12 +377,37 @@ func checkKeys(keys []string, token string) error {
 	return nil
 }
 
-// Tag returns the tag of fence counter fenceKey, as the lock's value
-// records it ("<token>/<tag>"): the first 8 hex digits of the SHA-1 of the
-// key's name, as the single-node library writes it.
-func Tag(fenceKey string) string {
+// CounterTag returns the tag of fence counter fenceKey: the first 8 hex
+// digits of the SHA-1 of the key's name, as the single-node library writes
+// it after a lock's fence token ("<token>/<tag>").
+func CounterTag(fenceKey string) string {
 	sum := sha1.Sum([]byte(fenceKey)) //nolint:gosec // G401: see the import
 	return hex.EncodeToString(sum[:4])
+}
+
+// nonceLen is the length of an acquisition's nonce, in hex digits.
+const nonceLen = 16
+
+// newTag returns the tag of a new acquisition with fenceKey ("" for
+// none): CounterTag(fenceKey), then a random nonce of 16 hex digits, so
+// that no two acquisitions with one token share a tag (docs/quorum.md).
+func newTag(fenceKey string) string {
+	var b [nonceLen / 2]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	nonce := hex.EncodeToString(b[:])
+	if fenceKey == "" {
+		return nonce
+	}
+	return CounterTag(fenceKey) + nonce
+}
+
+// checkTag checks the tag of an acquisition: lower-case hex digits, one
+// of newTag's lengths.
+func checkTag(tag string) error {
+	if len(tag) != nonceLen && len(tag) != nonceLen+8 || strings.Trim(tag, "0123456789abcdef") != "" {
+		return fmt.Errorf("%w: tag %q is not an acquisition's (Grant.Tag)", ErrInput, tag)
+	}
+	return nil
 }
 
 // Marker returns the name of the recovery marker of a lock whose first key
@@ -378,7 +417,7 @@ func Marker(key string) string {
 	if keyslot.HasTag(key) {
 		return key + ":redislock:up"
 	}
-	if !containsByte(key, '}') {
+	if strings.IndexByte(key, '}') < 0 {
 		return "{" + key + "}:redislock:up:untagged"
 	}
 	// Braces would not keep the slot: standalone nodes do not care.
@@ -392,16 +431,7 @@ func sameClient(a, b redis.Scripter) bool {
 	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
-func containsByte(s string, b byte) bool {
-	for i := range len(s) {
-		if s[i] == b {
-			return true
-		}
-	}
-	return false
-}
-
-// obtainArgs returns obtain.lua's ARGV.
+// obtainArgs returns obtain.lua's ARGV; p is 0 unfenced.
 func obtainArgs(token, metadata string, ttl time.Duration, tag string, p int64, maxTTL time.Duration) []any {
 	return []any{token, metadata, ttl.Milliseconds(), tag, p, maxTTL.Milliseconds(), markerLife(maxTTL)}
 }
@@ -410,18 +440,9 @@ func obtainArgs(token, metadata string, ttl time.Duration, tag string, p int64, 
 func confirmArgs(token, tag string, q int64) []any { return []any{token, tag, q} }
 
 // refreshArgs returns refresh.lua's ARGV; rest is what follows the token
-// in the lock's value ("<fence>:<metadata>"), "" to re-take nothing.
-func refreshArgs(token string, ttl time.Duration, rest string, maxTTL time.Duration) []any {
-	return []any{token, ttl.Milliseconds(), rest, maxTTL.Milliseconds(), markerLife(maxTTL)}
-}
-
-// fenceField returns the fence field of a lock's value: "0" without a
-// fence key, "<fence>/<tag>" with one.
-func fenceField(fence int64, fenceKey string) string {
-	if fenceKey == "" {
-		return "0"
-	}
-	return strconv.FormatInt(fence, 10) + "/" + Tag(fenceKey)
+// in the lock's value ("<fence>/<tag>:<metadata>"), "" to re-take nothing.
+func refreshArgs(token, tag string, ttl time.Duration, rest string, maxTTL time.Duration) []any {
+	return []any{token, tag, ttl.Milliseconds(), rest, maxTTL.Milliseconds(), markerLife(maxTTL)}
 }
 
 // markerLife returns how long (ms) a recovery marker lives once its node is

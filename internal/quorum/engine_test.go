@@ -60,7 +60,7 @@ func TestObtainRefreshReleaseOnEveryFlavor(t *testing.T) {
 				t.Fatalf("node %d has no %s", i, k)
 			}
 			tok, f, meta := parse(t, v)
-			if want := strconv.FormatInt(g1.Fence, 10) + "/" + Tag(fence); tok != "tok" || f != want || meta != "m:1" {
+			if want := strconv.FormatInt(g1.Fence, 10) + "/" + g1.Tag; tok != "tok" || f != want || meta != "m:1" {
 				t.Fatalf("node %d %s = %q: want token tok, fence %s, metadata m:1", i, k, v, want)
 			}
 		}
@@ -68,15 +68,18 @@ func TestObtainRefreshReleaseOnEveryFlavor(t *testing.T) {
 			t.Fatalf("node %d counter %s, want %d", i, c, g1.Fence)
 		}
 	}
-	ttl, err := q.engine.TTL(ctx, keys, "tok")
+	if !strings.HasPrefix(g1.Tag, CounterTag(fence)) || len(g1.Tag) != 8+nonceLen {
+		t.Fatalf("tag %q: want the counter's tag and a nonce", g1.Tag)
+	}
+	ttl, err := q.engine.TTL(ctx, keys, "tok", g1.Tag)
 	if err != nil || ttl <= 0 || ttl > time.Second {
 		t.Fatalf("TTL = %v, %v; want in (0, 1s]", ttl, err)
 	}
-	ren, err := q.engine.Refresh(ctx, Hold{Keys: keys, Token: "tok", Metadata: "m:1", FenceKey: fence, Fence: g1.Fence, ValidUntil: g1.ValidUntil}, time.Second)
+	ren, err := q.engine.Refresh(ctx, Hold{Keys: keys, Token: "tok", Tag: g1.Tag, Metadata: "m:1", Fence: g1.Fence, ValidUntil: g1.ValidUntil}, time.Second)
 	if err != nil || ren.Nodes != 5 || !ren.ValidUntil.After(g1.ValidUntil) {
 		t.Fatalf("Refresh = %+v, %v; want 5 nodes and a later validity", ren, err)
 	}
-	if n, err := q.engine.Release(ctx, keys, "tok"); n != 5 || err != nil {
+	if n, err := q.engine.Release(ctx, keys, "tok", g1.Tag); n != 5 || err != nil {
 		t.Fatalf("Release = %d, %v; want 5, nil", n, err)
 	}
 	if n := q.holders(t, keys[0]) + q.holders(t, keys[1]); n != 0 {
@@ -88,10 +91,10 @@ func TestObtainRefreshReleaseOnEveryFlavor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g2.Rounds != 1 || g2.Fence <= g1.Fence {
-		t.Fatalf("second grant %+v after token %d: want one round and a greater token", g2, g1.Fence)
+	if g2.Rounds != 1 || g2.Fence <= g1.Fence || g2.Tag == g1.Tag {
+		t.Fatalf("second grant %+v after %+v: want one round, a greater token, a tag of its own", g2, g1)
 	}
-	if _, err := q.engine.Release(ctx, keys, "tok"); err != nil {
+	if _, err := q.engine.Release(ctx, keys, "tok", g2.Tag); err != nil {
 		t.Fatal(err)
 	}
 
@@ -100,8 +103,8 @@ func TestObtainRefreshReleaseOnEveryFlavor(t *testing.T) {
 	if err != nil || g3.Fence != 0 || g3.Rounds != 1 {
 		t.Fatalf("unfenced grant %+v, %v", g3, err)
 	}
-	if v, _ := q.get(t, 3, keys[0]); v != "5:plain:0:" {
-		t.Fatalf("unfenced value %q, want 5:plain:0:", v)
+	if v, _ := q.get(t, 3, keys[0]); v != "5:plain:0/"+g3.Tag+":" || len(g3.Tag) != nonceLen {
+		t.Fatalf("unfenced value %q, want 5:plain:0/<nonce>:", v)
 	}
 }
 
@@ -172,11 +175,11 @@ func TestMinorityDead(t *testing.T) {
 					t.Fatalf("Obtain = %+v, %v; want %d nodes and a token above %d", g, err, Majority(n), last)
 				}
 				last = g.Fence
-				ren, err := q.engine.Refresh(ctx, Hold{Keys: []string{k}, Token: "tok", FenceKey: fence, Fence: g.Fence, ValidUntil: g.ValidUntil}, time.Second)
+				ren, err := q.engine.Refresh(ctx, Hold{Keys: []string{k}, Token: "tok", Tag: g.Tag, Fence: g.Fence, ValidUntil: g.ValidUntil}, time.Second)
 				if err != nil || ren.Nodes != Majority(n) {
 					t.Fatalf("Refresh = %+v, %v", ren, err)
 				}
-				released, err := q.engine.Release(ctx, []string{k}, "tok")
+				released, err := q.engine.Release(ctx, []string{k}, "tok", g.Tag)
 				var f *Failure
 				if released != Majority(n) || !errors.As(err, &f) || f.Counts.Failed != dead {
 					t.Fatalf("Release = %d, %v; want %d and the dead nodes' errors", released, err, Majority(n))
@@ -225,7 +228,7 @@ func TestTokensIncreaseAcrossRestarts(t *testing.T) {
 					t.Fatalf("%s: token %d after %d", what, g.Fence, last)
 				}
 				last = g.Fence
-				if _, err := q.engine.Release(ctx, r.Keys, r.Token); err != nil {
+				if _, err := q.engine.Release(ctx, r.Keys, r.Token, g.Tag); err != nil {
 					t.Fatal(err)
 				}
 				return g
@@ -277,7 +280,7 @@ func TestTokenAfterIntersectionLostCounter(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if _, err := q.engine.Release(ctx, r.Keys, r.Token); err != nil && what == "on every node" {
+		if _, err := q.engine.Release(ctx, r.Keys, r.Token, g.Tag); err != nil && what == "on every node" {
 			t.Fatal(err)
 		}
 		return g.Fence
@@ -323,7 +326,7 @@ func TestRefreshWhenMajorityGoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := Hold{Keys: []string{k}, Token: "tok", FenceKey: fence, Fence: g.Fence, ValidUntil: g.ValidUntil}
+	h := Hold{Keys: []string{k}, Token: "tok", Tag: g.Tag, Fence: g.Fence, ValidUntil: g.ValidUntil}
 	q.servers[0].Kill()
 	q.servers[1].Kill()
 	_, err = q.engine.Refresh(ctx, h, time.Second)
@@ -355,7 +358,7 @@ func TestRefreshRetakesMissingKeys(t *testing.T) {
 	if err := q.admin[0].Del(ctx, k).Err(); err != nil {
 		t.Fatal(err)
 	}
-	ren, err := q.engine.Refresh(ctx, Hold{Keys: []string{k}, Token: "tok", Metadata: "meta", FenceKey: fence, Fence: g.Fence, ValidUntil: g.ValidUntil}, time.Second)
+	ren, err := q.engine.Refresh(ctx, Hold{Keys: []string{k}, Token: "tok", Tag: g.Tag, Metadata: "meta", Fence: g.Fence, ValidUntil: g.ValidUntil}, time.Second)
 	if err != nil || ren.Nodes != 3 {
 		t.Fatalf("Refresh = %+v, %v; want 3 nodes", ren, err)
 	}
@@ -373,7 +376,7 @@ func TestRefreshAfterTheLeaseEndedSendsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Refresh(context.Background(), Hold{Keys: []string{"k"}, Token: "tok", ValidUntil: time.Now().Add(-time.Millisecond)}, time.Second)
+	_, err = e.Refresh(context.Background(), Hold{Keys: []string{"k"}, Token: "tok", Tag: newTag(""), ValidUntil: time.Now().Add(-time.Millisecond)}, time.Second)
 	var f *Failure
 	if !errors.Is(err, ErrNotHeld) || !errors.As(err, &f) || !f.Expired || f.Counts.Failed != 0 {
 		t.Fatalf("Refresh after the lease ended: %v; want ErrNotHeld, expired, nothing sent", err)
@@ -384,7 +387,8 @@ func TestTTLIsTheMajoritysRemainingTime(t *testing.T) {
 	q := startQuorum(t, 5, persistent)
 	ctx := context.Background()
 	k := key(t, "lock")
-	if _, err := q.engine.Obtain(ctx, Request{Keys: []string{k}, Token: "tok", TTL: time.Second}); err != nil {
+	g, err := q.engine.Obtain(ctx, Request{Keys: []string{k}, Token: "tok", TTL: time.Second})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i, ms := range []int64{900_000, 800_000, 700_000, 600_000, 500_000} {
@@ -392,20 +396,20 @@ func TestTTLIsTheMajoritysRemainingTime(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ttl, err := q.engine.TTL(ctx, []string{k}, "tok")
+	ttl, err := q.engine.TTL(ctx, []string{k}, "tok", g.Tag)
 	if err != nil || ttl > 700*time.Second || ttl <= 600*time.Second {
 		t.Fatalf("TTL = %v, %v; want the third longest, just under 700s", ttl, err)
 	}
 	// Two nodes no longer hold it: the third longest is now node 3's.
 	q.admin[0].Del(ctx, k)
 	q.admin[1].Set(ctx, k, "5:other:0:", time.Minute)
-	if ttl, err := q.engine.TTL(ctx, []string{k}, "tok"); err != nil || ttl > 500*time.Second || ttl <= 400*time.Second {
+	if ttl, err := q.engine.TTL(ctx, []string{k}, "tok", g.Tag); err != nil || ttl > 500*time.Second || ttl <= 400*time.Second {
 		t.Fatalf("TTL = %v, %v; want node 4's, just under 500s", ttl, err)
 	}
 	// With two nodes dead, the answer is a lower bound.
 	q.servers[2].Kill()
 	q.servers[3].Kill()
-	ttl, err = q.engine.TTL(ctx, []string{k}, "tok")
+	ttl, err = q.engine.TTL(ctx, []string{k}, "tok", g.Tag)
 	if !errors.Is(err, ErrNoQuorum) || ttl != 0 {
 		t.Fatalf("TTL with 2 dead = %v, %v; want 0 and ErrNoQuorum", ttl, err)
 	}
@@ -421,7 +425,7 @@ func TestRecovery(t *testing.T) {
 			ctx := context.Background()
 			k := key(t, "lock")
 			keys := []string{k, Marker(k)}
-			args := obtainArgs("tok", "", time.Second, "0", 0, window)
+			args := obtainArgs("tok", "", time.Second, newTag(""), 0, window)
 			obtainOn := func(c redis.Scripter) int64 {
 				t.Helper()
 				v, err := obtainScript.Run(ctx, c, keys, args...).Int64()
@@ -478,7 +482,7 @@ func TestCounterFloor(t *testing.T) {
 	k, fence := key(t, "lock"), key(t, "fence")
 	keys := []string{k, fence, Marker(k)}
 	before := time.Now().UnixMicro()
-	v, err := obtainScript.Run(ctx, c, keys, obtainArgs("tok", "", time.Second, Tag(fence), minToken, testMaxTTL)...).Int64()
+	v, err := obtainScript.Run(ctx, c, keys, obtainArgs("tok", "", time.Second, newTag(fence), minToken, testMaxTTL)...).Int64()
 	after := time.Now().UnixMicro()
 	if err != nil {
 		t.Fatal(err)
@@ -510,14 +514,29 @@ func TestInputCheckedBeforeSending(t *testing.T) {
 		if _, err := e.Obtain(ctx, r); !errors.Is(err, ErrInput) {
 			t.Errorf("Obtain(%+v) = %v, want ErrInput", r, err)
 		}
-		if _, err := e.Refresh(ctx, Hold{Keys: r.Keys, Token: r.Token, FenceKey: r.FenceKey, ValidUntil: time.Now().Add(time.Hour)}, r.TTL); !errors.Is(err, ErrInput) {
+		if r.FenceKey != "" {
+			continue // Refresh takes no fence key
+		}
+		if _, err := e.Refresh(ctx, Hold{Keys: r.Keys, Token: r.Token, Tag: newTag(""), ValidUntil: time.Now().Add(time.Hour)}, r.TTL); !errors.Is(err, ErrInput) {
 			t.Errorf("Refresh(%+v) = %v, want ErrInput", r, err)
 		}
 	}
-	if _, err := e.Release(ctx, nil, "t"); !errors.Is(err, ErrInput) {
+	tag := newTag("")
+	for _, bad := range []string{"", "0", "0123456789ABCDEF", tag + "0", tag[1:], "0123456789abcdeg"} {
+		if _, err := e.Refresh(ctx, Hold{Keys: []string{"a"}, Token: "t", Tag: bad, ValidUntil: time.Now().Add(time.Hour)}, time.Second); !errors.Is(err, ErrInput) {
+			t.Errorf("Refresh with tag %q: %v, want ErrInput", bad, err)
+		}
+		if _, err := e.Release(ctx, []string{"a"}, "t", bad); !errors.Is(err, ErrInput) {
+			t.Errorf("Release with tag %q: %v, want ErrInput", bad, err)
+		}
+		if _, err := e.TTL(ctx, []string{"a"}, "t", bad); !errors.Is(err, ErrInput) {
+			t.Errorf("TTL with tag %q: %v, want ErrInput", bad, err)
+		}
+	}
+	if _, err := e.Release(ctx, nil, "t", tag); !errors.Is(err, ErrInput) {
 		t.Errorf("Release without keys: %v", err)
 	}
-	if _, err := e.TTL(ctx, []string{"a"}, ""); !errors.Is(err, ErrInput) {
+	if _, err := e.TTL(ctx, []string{"a"}, "", tag); !errors.Is(err, ErrInput) {
 		t.Errorf("TTL without token: %v", err)
 	}
 
@@ -554,6 +573,42 @@ func TestObtainWithContextDoneSendsNothing(t *testing.T) {
 	}
 }
 
+// TestLateReleaseOfAnotherAcquisition: an attempt's release that arrives
+// late (a failed attempt's clean-up, the release of an earlier lock) must
+// not delete the keys of a newer acquisition with the same token, which
+// counts them for its majority (the model checker found that on the
+// scripts that matched the token alone).
+func TestLateReleaseOfAnotherAcquisition(t *testing.T) {
+	q := startQuorum(t, 3, persistent)
+	ctx := context.Background()
+	k := key(t, "lock")
+	r := Request{Keys: []string{k}, Token: "reused", TTL: time.Second, FenceKey: key(t, "fence")}
+	g1, err := q.engine.Obtain(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.engine.Release(ctx, r.Keys, r.Token, g1.Tag); err != nil {
+		t.Fatal(err)
+	}
+	g2, err := q.engine.Obtain(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// g1's release again, as if it had been delayed in the network.
+	if n, err := q.engine.Release(ctx, r.Keys, r.Token, g1.Tag); n != 0 || err != nil {
+		t.Fatalf("the late release released %d nodes, %v; want none", n, err)
+	}
+	if h := q.holders(t, k); h != 3 {
+		t.Fatalf("%d nodes hold g2's key after g1's late release, want 3", h)
+	}
+	// A late attempt of g1 is refused where g2 holds the keys.
+	keys := []string{k, r.FenceKey, Marker(k)}
+	v, err := obtainScript.Run(ctx, q.admin[0], keys, obtainArgs(r.Token, "", time.Second, g1.Tag, g2.Fence+1, testMaxTTL)...).Int64()
+	if err != nil || v != 1 {
+		t.Fatalf("g1's obtain on g2's key answered %d, %v; want 1 (held)", v, err)
+	}
+}
+
 // TestNoGoroutineOutlivesACall: a node that accepts and never answers
 // holds an Obtain until the validity's deadline, and the call returns with
 // none of its goroutines left.
@@ -578,10 +633,10 @@ func TestNoGoroutineOutlivesACall(t *testing.T) {
 	}
 }
 
-// TestScriptsSharedWithRoot keeps the copies of the root package's scripts
-// identical to them.
+// TestScriptsSharedWithRoot keeps the copy of the root package's lib.lua
+// identical to it.
 func TestScriptsSharedWithRoot(t *testing.T) {
-	for name, ours := range map[string]string{"lib.lua": libSource, "delete.lua": deleteSource, "ttl.lua": ttlSource} {
+	for name, ours := range map[string]string{"lib.lua": libSource} {
 		theirs, err := readRoot("lua/" + name)
 		if err != nil {
 			t.Fatal(err)

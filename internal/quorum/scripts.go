@@ -7,11 +7,11 @@ import (
 )
 
 // The scripts each node runs; each file's header lists its KEYS, ARGV and
-// replies. lib.lua (the exact-token ownership check), delete.lua (release)
-// and ttl.lua are byte-for-byte copies of the root package's files of the
-// same names (go:embed cannot reach them from here; a test keeps them
-// identical). node.lua holds the quorum's own helpers: the recovery rule
-// and reading a fence counter.
+// replies. lib.lua (the exact-token prefix of a lock's value) is a
+// byte-for-byte copy of the root package's (go:embed cannot reach it from
+// here; a test keeps them identical). node.lua holds the quorum's own
+// helpers, prepended to every script: ownership by token and acquisition
+// tag, the recovery rule, reading a fence counter.
 var (
 	//go:embed lua/lib.lua
 	libSource string
@@ -23,14 +23,14 @@ var (
 	confirmSource string
 	//go:embed lua/refresh.lua
 	refreshSource string
-	//go:embed lua/delete.lua
-	deleteSource string
+	//go:embed lua/release.lua
+	releaseSource string
 	//go:embed lua/ttl.lua
 	ttlSource string
 
 	obtainScript  = script.New(libSource, nodeSource, obtainSource)
 	confirmScript = script.New(libSource, nodeSource, confirmSource)
 	refreshScript = script.New(libSource, nodeSource, refreshSource)
-	deleteScript  = script.New(libSource, deleteSource)
-	ttlScript     = script.New(libSource, ttlSource)
+	releaseScript = script.New(libSource, nodeSource, releaseSource)
+	ttlScript     = script.New(libSource, nodeSource, ttlSource)
 )

@@ -1,6 +1,24 @@
 -- node.lua: helpers of the quorum's scripts (docs/quorum.md). It is not a
--- script of its own: scripts.go prepends it, after lib.lua, to obtain.lua,
--- confirm.lua and refresh.lua.
+-- script of its own: scripts.go prepends it, after lib.lua, to every
+-- script of the quorum.
+--
+-- A quorum lock key holds the plain string of lib.lua,
+-- "<#token>:<token>:<fence>/<tag>:<metadata>", whose tag names the
+-- acquisition that wrote it: the fence counter's tag (8 hex digits, fenced
+-- locks only) followed by a random nonce of the acquisition (16 hex
+-- digits); <fence> is the token, "0" unfenced. A key is an acquisition's
+-- own when both its token and its tag match: a late script of another
+-- acquisition with the same token (an earlier attempt of the same call,
+-- whose release arrives after this one took the key) cannot touch it.
+
+-- mine(v, prefix, tag) reports whether v, a GET reply (a string, or false
+-- for a missing key), is a value of the acquisition with tag, whose
+-- token's owner() is prefix.
+local function mine(v, prefix, tag)
+  if not owns(v, prefix) then return false end
+  local field = string.match(v, "^(%d+/%x+):", #prefix + 1)
+  return field ~= nil and string.sub(field, -#tag - 1) == "/" .. tag
+end
 
 -- recovering(marker, window, life) reports whether this node must take no
 -- key yet, because it may have lost keys that are still held elsewhere.
