@@ -338,8 +338,13 @@ func TestRefreshWhenMajorityGoes(t *testing.T) {
 	q.servers[0].Restart(t)
 	q.servers[1].Restart(t)
 	_, err = q.engine.Refresh(ctx, h, time.Second)
-	if !errors.Is(err, ErrNotHeld) || !errors.As(err, &f) || f.Transient() || f.Counts.Lost != 2 {
-		t.Fatalf("Refresh with 2 of 3 nodes emptied: %v; want ErrNotHeld, 2 lost", err)
+	if !errors.Is(err, ErrNotHeld) || !errors.As(err, &f) || f.Transient() {
+		t.Fatalf("Refresh with 2 of 3 nodes emptied: %v; want ErrNotHeld", err)
+	}
+	// On a loaded machine the restarts can outlast the lease: the refresh
+	// is then refused as expired, without being sent, which is as lost.
+	if !f.Expired && f.Counts.Lost != 2 {
+		t.Fatalf("Refresh with 2 of 3 nodes emptied: %v; want 2 lost", err)
 	}
 	if h := q.holders(t, k, 2); h != 0 {
 		t.Fatalf("a recovering node took the key")
