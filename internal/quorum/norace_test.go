@@ -1,0 +1,6 @@
+//go:build !race
+
+package quorum
+
+// raceBuild: see race_test.go.
+const raceBuild = false
