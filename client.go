@@ -2,11 +2,13 @@ package redislock
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/handoff"
+	"github.com/redislock/redislock/internal/quorum"
 )
 
 // RedisClient is the part of a go-redis client that redislock uses: running
@@ -32,8 +34,9 @@ type Client struct {
 	client   RedisClient
 	cluster  bool
 	registry *handoff.Registry
-	hooks    clientHooks // see hook.go
-	one      single      // the backend of its locks (backend.go)
+	hooks    clientHooks    // see hook.go
+	one      single         // the backend of its locks (backend.go)
+	quorum   *quorum.Engine // instead, a Quorum's: each lock's backend is a quorumLease (quorum.go)
 
 	// requeue is the key its last release handed over (waitforrelease.go).
 	requeue handoff.Hint
@@ -142,16 +145,26 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	if c == nil {
 		return nil, ErrNilClient
 	}
-	if err := checkCall(ctx, c.client); err != nil {
-		return nil, err
+	if c.quorum == nil {
+		if err := checkCall(ctx, c.client); err != nil {
+			return nil, err
+		}
+	} else if ctx == nil {
+		return nil, ErrNilContext
 	}
 	ms, err := ttlMillis(ttl)
 	if err != nil {
 		return nil, err
 	}
+	if c.quorum != nil && time.Duration(ms)*time.Millisecond > c.quorum.MaxTTL() {
+		return nil, fmt.Errorf("%w: %v is above the quorum's MaxTTL of %v", ErrInvalidTTL, ttl, c.quorum.MaxTTL())
+	}
 	fenceKey := opt.fenceKey()
 	if err := checkKeys(keys, fenceKey, c.cluster); err != nil {
 		return nil, err
+	}
+	if c.quorum != nil && opt.minReplicas() != 0 {
+		return nil, fmt.Errorf("%w: MinReplicas is not supported by a Quorum", ErrInvalidOption)
 	}
 	if err := checkReplicas(c.client, opt); err != nil {
 		return nil, err
@@ -168,6 +181,9 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 		h = new(handle)
 	}
 	*h = handle{be: &c.one, kind: lockKind{}, metadata: opt.metadata()}
+	if c.quorum != nil {
+		h.be = &quorumLease{e: c.quorum}
+	}
 	if token := opt.token(); token != "" {
 		h.token, h.tokenArg = token, token
 	} else {
@@ -198,7 +214,7 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 		// The first attempt on one key with a generated token is plain: a
 		// lean script, or SET NX for an unfenced one (backend.go); later
 		// attempts run obtain.lua.
-		attempt: call{op: opObtain, script: obtainScript, keys: scriptKeys, args: args[:4:4], plain: plain},
+		attempt: call{op: opObtain, script: obtainScript, keys: scriptKeys, args: args[:4:4], plain: plain, ms: ms},
 		held:    func(reply int64) (bool, error) { return reply != obtainHeld && reply >= 0, nil },
 		wait: handoff.Request{Keys: h.keys, Obtain: obtainScript, CallKeys: scriptKeys, CallArgs: args[:4:4],
 			PollArgs: args, Leave: leaveScript, Successors: true},

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock/internal/leaktest"
 	"github.com/redislock/redislock/internal/redistest"
-	"go.uber.org/goleak"
 )
 
 // allFlavors puts every server the harness runs into one quorum: the
@@ -624,7 +624,7 @@ func TestNoGoroutineOutlivesACall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t, leaktest.Now())
 	k := key(t, "lock")
 	g, err := e.Obtain(context.Background(), Request{Keys: []string{k}, Token: "tok", TTL: 200 * time.Millisecond, FenceKey: key(t, "fence")})
 	// The silent node holds the call past the validity: not obtained, and

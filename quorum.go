@@ -1,0 +1,158 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock/internal/handoff"
+	"github.com/redislock/redislock/internal/quorum"
+)
+
+// Quorum obtains locks held on a majority of N independent Redis or Valkey
+// masters (N odd, at least 3; no replication between them): a lock is
+// held while a majority hold its keys, so a minority of masters may fail,
+// restart or be cut off. Its locks are [*Lock]s with their whole method
+// set: Refresh, Release and TTL run on every master at once and count the
+// majority, [Lock.KeepAlive] signals the loss when the majority goes, and
+// with [Options.FenceKey] each acquisition's [Lock.FenceToken] is greater
+// than every token issued before it, whichever majority each acquisition
+// won, with masters restarting (docs/quorum.md says what that assumes).
+// Make one with [NewQuorum]; it is safe for concurrent use.
+type Quorum struct {
+	c *Client
+}
+
+// QuorumOptions tunes [NewQuorum]. A nil *QuorumOptions means all
+// defaults.
+type QuorumOptions struct {
+	// MaxTTL is the longest TTL a lock of the quorum may have; an obtain
+	// with a longer one fails with [ErrInvalidTTL]. A master that lost its
+	// data (restarted without persistence) grants nothing for MaxTTL after
+	// it comes back, so that no lock it held can still be live elsewhere:
+	// every Quorum of the same masters must use the same MaxTTL.
+	// Default: 1 minute.
+	MaxTTL time.Duration
+}
+
+// defaultMaxTTL is QuorumOptions.MaxTTL's default.
+const defaultMaxTTL = time.Minute
+
+// NewQuorum returns a Quorum over the masters behind clients, one go-redis
+// client each (a *redis.Client of a standalone master). It sends nothing.
+// Errors: [ErrInvalidOption] for an even number of clients or fewer than
+// three, a client given twice, or a MaxTTL below 3 ms; [ErrNilClient] for
+// a nil client.
+func NewQuorum(clients []RedisClient, opt *QuorumOptions) (*Quorum, error) {
+	nodes := make([]redis.Scripter, len(clients))
+	for i, c := range clients {
+		if checkCall(context.Background(), c) != nil {
+			return nil, fmt.Errorf("%w: client %d of the quorum", ErrNilClient, i)
+		}
+		nodes[i] = c
+	}
+	maxTTL := defaultMaxTTL
+	if opt != nil && opt.MaxTTL != 0 {
+		maxTTL = opt.MaxTTL
+	}
+	e, err := quorum.New(nodes, quorum.Config{MaxTTL: maxTTL})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return &Quorum{c: &Client{registry: handoff.Default, quorum: e}}, nil
+}
+
+// Obtain takes the lock on key on a majority of the masters; it is
+// ObtainMulti with one key.
+func (q *Quorum) Obtain(ctx context.Context, key string, ttl time.Duration, opt *Options) (*Lock, error) {
+	return q.ObtainMulti(ctx, []string{key}, ttl, opt)
+}
+
+// ObtainMulti takes the lock on every key, or on none, on a majority of
+// the masters, for ttl (at most [QuorumOptions.MaxTTL]), as
+// [Client.ObtainMulti] does on one, with these differences. Each attempt
+// sends one script to every master at once (a second round when a fence
+// token must be settled) and counts the majority within the validity
+// (ttl less ttl/50 + 2 ms, the margin of a keep-alive); a failed attempt
+// deletes what it took before the next. [WaitForRelease] polls, with its
+// fallback. An obtain with the token of a lock the caller still holds is
+// not re-entrant: it is not obtained. [Options.MinReplicas] fails with
+// [ErrInvalidOption]. A master that does not answer delays each call until
+// the client's timeouts end it (ReadTimeout, or the context's deadline with
+// ContextTimeoutEnabled).
+func (q *Quorum) ObtainMulti(ctx context.Context, keys []string, ttl time.Duration, opt *Options) (*Lock, error) {
+	if q == nil {
+		return nil, ErrNilClient
+	}
+	return q.c.obtain(ctx, keys, ttl, opt, false, nil)
+}
+
+// AddHook adds h to the hooks of q, as [Client.AddHook] does.
+func (q *Quorum) AddHook(h Hook) {
+	if q != nil {
+		q.c.AddHook(h)
+	}
+}
+
+// quorumLease is the backend of one lease held on a quorum: the engine,
+// and the tag of the acquisition that holds it (set by the obtain, before
+// the handle is shared).
+type quorumLease struct {
+	e   *quorum.Engine
+	tag string
+}
+
+func (q *quorumLease) redis() RedisClient { return nil }
+
+// run sends c to every master through the engine and gives the reply the
+// single backend's scripts would: an obtain's fence token (obtainHeld when
+// a majority was not had), 1 for a refresh held on a majority, the units
+// of a release done on a majority, the majority's TTL.
+func (q *quorumLease) run(ctx context.Context, h *handle, c call) (int64, error) {
+	token := h.token
+	if token == "" {
+		token = h.args.Token()
+	}
+	switch c.op {
+	case opObtain:
+		fenceKey := ""
+		if len(c.keys) > len(h.keys) {
+			fenceKey = c.keys[len(h.keys)]
+		}
+		g, err := q.e.Obtain(ctx, quorum.Request{Keys: h.keys, Token: token, Metadata: h.metadata, TTL: time.Duration(c.ms) * time.Millisecond, FenceKey: fenceKey})
+		var f *quorum.Failure
+		switch {
+		case errors.As(err, &f) && len(f.Errs) == 0:
+			return obtainHeld, nil // held by others on too many masters
+		case err != nil:
+			// Masters that failed: not obtained, and why (transient, for
+			// the retry loop, unless a master refused for good).
+			return 0, fmt.Errorf("%w: %w", ErrNotObtained, err)
+		}
+		q.tag = g.Tag
+		return g.Fence, nil
+	case opRefresh:
+		_, err := q.e.Refresh(ctx, quorum.Hold{Keys: h.keys, Token: token, Tag: q.tag, Metadata: h.metadata, Fence: h.fence,
+			ValidUntil: h.lease.ValidUntil(0)}, time.Duration(c.ms)*time.Millisecond)
+		switch {
+		case errors.Is(err, quorum.ErrNotHeld):
+			return 0, nil
+		case err != nil:
+			return 0, err
+		}
+		return 1, nil
+	case opRelease:
+		n, err := q.e.Release(ctx, h.keys, token, q.tag)
+		if n >= quorum.Majority(q.e.Nodes()) {
+			return int64(max(c.units, 1)), nil
+		}
+		return 0, err
+	}
+	d, err := q.e.TTL(ctx, h.keys, token, q.tag)
+	if err != nil && !errors.Is(err, quorum.ErrNotHeld) {
+		return 0, err
+	}
+	return d.Milliseconds(), nil
+}
