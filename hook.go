@@ -5,57 +5,31 @@ import (
 	"sync/atomic"
 )
 
-// Hook observes the locks of a [Client], and the other primitives made
-// from it: each obtain call and its attempts, each release and refresh,
-// and each handle that a keep-alive loses. Add one with [Client.AddHook];
-// extra/redislockotel and extra/redislockprom are hooks that record
-// metrics and traces. Embed [NopHook] to implement only the methods of
-// interest.
+// Hook observes what the handles of a [Client] do: each obtain call and
+// its attempts, each release and refresh, each loss that a keep-alive
+// signals. Add one with [Client.AddHook]; extra/redislockotel and
+// extra/redislockprom are hooks. Embed [NopHook] to implement only some
+// methods. docs/observability.md lists what each primitive reports.
 //
-// The events are passed by value; their Keys slice is the handle's own and
-// must not be modified. The Start methods return the context that the
-// operation then runs under (the scripts it sends, and the matching Done
-// call), so a hook can start a span there: ctx itself, to change nothing
-// (a nil return is taken as ctx), or a context derived from it, since its
-// deadline and cancellation still bound the operation. The other methods
-// must not block: they run on the caller's goroutine, between round trips,
-// and [Hook.Lost] and the refreshes of a keep-alive run on the
-// keep-alive's goroutine. A hook is called concurrently from every
-// goroutine that uses the Client's handles, so it must be safe for
+// Events are passed by value; their Keys must not be modified. A Start
+// method returns the context the operation then runs under (ctx, or one
+// derived from it; nil means ctx). The other methods must not block: they
+// run on the caller's goroutine, and a keep-alive's on its own. A hook is
+// called from every goroutine that uses the handles: it must be safe for
 // concurrent use.
 //
-// Hooks cannot delay or break the safety signals, nor what they observe:
-// a keep-alive's contexts are cancelled and its Done closed before Lost
-// is called, and a panic in a hook is recovered and dropped, as if the
-// hook had returned (a Start method's context is then the one it was
-// given), so that an obtain whose hook panics still returns its lock and
-// a keep-alive goes on.
+// A hook cannot delay or undo what it observes: a keep-alive's contexts
+// are cancelled and its Done closed before Lost is called, and a panic in
+// a hook is recovered and dropped, as if it had returned (a Start method's
+// context is then the one it was given).
 //
-// Kind says which primitive an event is about, and Handle which handle.
-// The Lock field is set for locks only: a hook written when only locks
-// reported compiles and works as it did, and sees the other kinds with a
-// nil Lock (check Kind to skip them). The primitives report through the
-// same methods:
-//
-//   - [KindLock]: [Client.Obtain] and [Client.ObtainMulti] are the obtain
-//     calls; [Lock.Release], [Lock.Refresh] and [Lock.KeepAlive] the rest.
-//   - [KindSemaphore]: [Semaphore.Acquire] is the obtain call, and a
-//     [Permit]'s Release, Refresh and KeepAlive the rest. Keys is the
-//     semaphore's key.
-//   - [KindRead] and [KindWrite]: [RWMutex.RLock] and [RWMutex.Lock] are
-//     the obtain calls, and the [ReadLock]'s or [WriteLock]'s Release,
-//     Refresh and KeepAlive the rest. [WriteLock.Downgrade] reports the
-//     release of the write lock around the obtain call of the read hold
-//     (one attempt). Keys is the RWMutex's name.
-//   - [KindElection]: [Election.Campaign] (and [Election.Run]) is one
-//     obtain call, however long it waits, whose attempts are those of its
-//     obtains of the election key; [Leadership.Resign] is the release
-//     (HandedOver 1 when a waiting campaigner was elected by it), the
-//     leadership's keep-alive refreshes with KeepAlive set, and the loss of
-//     the leadership is Lost. Keys is the election's name. A Campaign
-//     elected whose keep-alive cannot start (its lease ran out while it
-//     announced itself) reports its obtain call done, a release, and a new
-//     obtain call for the campaign that goes on.
+// Kind says which primitive an event is about ([KindLock],
+// [KindSemaphore], [KindRead], [KindWrite], [KindElection]) and Handle
+// which handle; Keys is a lock's keys, or the primitive's name. The Lock
+// field is set for locks only, so a hook written for locks alone works
+// as it did and sees the other kinds with a nil Lock. A Campaign is one
+// obtain call, however many rounds it waits; a Downgrade is the write
+// lock's release around the read hold's obtain call.
 type Hook interface {
 	// ObtainStart is called when an obtain call has checked its arguments
 	// and is about to make its first attempt. Calls rejected for bad input
