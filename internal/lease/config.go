@@ -74,13 +74,14 @@ func DefaultMargin(ttl time.Duration) time.Duration {
 // Check returns the [*ConfigError] that [Lease.KeepAlive] would return
 // for c, or nil: whether a keep-alive of c can work.
 func (c Config) Check() error {
-	_, err := c.resolve()
+	_, err := c.Resolve()
 	return err
 }
 
-// resolve applies the defaults to c (Margin stays 0 when it was: each lease
-// then gets its own) and checks that the result can work.
-func (c Config) resolve() (Config, error) {
+// Resolve applies the defaults to c (Margin stays 0 when it was: each
+// lease then gets its own) and checks that the result can work: it
+// returns the [*ConfigError] of [Lease.KeepAlive] otherwise.
+func (c Config) Resolve() (Config, error) {
 	c.TTL = whole(c.TTL)
 	if c.TTL < time.Millisecond {
 		return c, &ConfigError{Problem: fmt.Sprintf("TTL %v is below 1ms", c.TTL)}
@@ -113,12 +114,12 @@ func (c *Config) margin() time.Duration {
 	return DefaultMargin(c.TTL)
 }
 
-// nextRefresh returns when to send the refresh after a successful one sent
+// NextRefresh returns when to send the refresh after a successful one sent
 // at sent, which made the keys valid until validUntil: an interval later,
 // or earlier when that lease is shorter than one of ours (an obtain with a
 // shorter TTL), so as to keep as much time for retries as a lease of ours
 // would; less the jitter.
-func (c *Config) nextRefresh(sent, validUntil time.Time) time.Time {
+func (c *Config) NextRefresh(sent, validUntil time.Time) time.Time {
 	due := sent.Add(c.Interval)
 	if latest := validUntil.Add(-(c.TTL - c.margin() - c.Interval)); latest.Before(due) {
 		due = latest
@@ -126,10 +127,10 @@ func (c *Config) nextRefresh(sent, validUntil time.Time) time.Time {
 	return due.Add(-c.Jitter(c.Interval / 10))
 }
 
-// backoff returns the wait before retrying a refresh that failed failures
+// Backoff returns the wait before retrying a refresh that failed failures
 // times in a row: a 32nd of the interval (1 ms at least), doubling, at most
 // a quarter of the interval.
-func (c *Config) backoff(failures int) time.Duration {
+func (c *Config) Backoff(failures int) time.Duration {
 	ceiling := max(c.Interval/4, time.Millisecond)
 	d := max(c.Interval/32, time.Millisecond)
 	for i := 1; i < failures && d < ceiling; i++ {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -86,53 +85,50 @@ type KeepAlive struct {
 	lease   *Lease
 	cfg     Config
 	refresh func(context.Context) error
-	wake    <-chan struct{} // the lease changed
+	wake    chan struct{} // the lease changed (Changed)
 	started time.Time
 
 	ctx    context.Context // ends with the keep-alive: parent of every refresh
 	cancel context.CancelFunc
-	done   chan struct{} // closed when the keep-alive ends
 	exited chan struct{} // closed when its goroutine has returned
-
-	mu      sync.Mutex
-	ending  bool                  // end was called
-	err     error                 // set once, just before done is closed
-	derived map[*derived]struct{} // contexts from Context, cancelled at the end
+	sig    Signal        // Done, Err, Context
 }
 
-// derived is a context returned by [KeepAlive.Context].
-type derived struct{ cancel context.CancelCauseFunc }
-
-// start returns a running keep-alive of l, whose lease was sent at sent and
-// is valid until validUntil. l.mu is held.
-func start(l *Lease, cfg Config, refresh func(context.Context) error, wake <-chan struct{}, sent, validUntil time.Time) *KeepAlive {
+// newKeepAlive returns a keep-alive of l that is not running yet: start
+// runs it.
+func newKeepAlive(l *Lease, cfg Config, refresh func(context.Context) error) *KeepAlive {
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &KeepAlive{
+	return &KeepAlive{
 		lease:   l,
 		cfg:     cfg,
 		refresh: refresh,
-		wake:    wake,
+		wake:    make(chan struct{}, 1),
 		started: time.Now(),
 		ctx:     ctx,
 		cancel:  cancel,
-		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
 	}
-	go k.run(sent, validUntil)
-	return k
+}
+
+// start runs k's goroutine on a lease sent at sent and valid until
+// validUntil.
+func (k *KeepAlive) start(sent, validUntil time.Time) { go k.run(sent, validUntil) }
+
+// Changed tells the keep-alive that its lease changed ([Keeper]).
+func (k *KeepAlive) Changed() {
+	select {
+	case k.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
 }
 
 // Done returns a channel that is closed when the keep-alive ends; Err then
 // says how. It does not block.
-func (k *KeepAlive) Done() <-chan struct{} { return k.done }
+func (k *KeepAlive) Done() <-chan struct{} { return k.sig.Done() }
 
 // Err returns nil while the keep-alive runs, and once Done is closed, for
 // good, the error that [Config.Ended] returned for its [End].
-func (k *KeepAlive) Err() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.err
-}
+func (k *KeepAlive) Err() error { return k.sig.Err() }
 
 // ValidUntil returns the lease's ValidUntil with the keep-alive's margin:
 // the zero Time once the lease is lost or released. It does not block.
@@ -142,25 +138,7 @@ func (k *KeepAlive) ValidUntil() time.Time { return k.lease.ValidUntil(k.cfg.Mar
 // the keep-alive ends, with Err as its cause, before Done is closed (at
 // once when it has ended already). Call the CancelFunc when done with it.
 func (k *KeepAlive) Context(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(parent)
-	d := &derived{cancel: cancel}
-	k.mu.Lock()
-	if err := k.err; err != nil {
-		k.mu.Unlock()
-		cancel(err)
-		return ctx, func() {}
-	}
-	if k.derived == nil {
-		k.derived = make(map[*derived]struct{})
-	}
-	k.derived[d] = struct{}{}
-	k.mu.Unlock()
-	return ctx, func() {
-		k.mu.Lock()
-		delete(k.derived, d)
-		k.mu.Unlock()
-		cancel(context.Canceled)
-	}
+	return k.sig.Context(parent)
 }
 
 // Stop ends the keep-alive, with [Stopped] unless it had ended already, and
@@ -185,7 +163,7 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 	defer func() {
 		// It returns after end was called, by itself or by Stop; exited
 		// means done too.
-		<-k.done
+		<-k.sig.Done()
 		close(k.exited)
 	}()
 	var (
@@ -210,7 +188,7 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 
 	expiry := time.NewTimer(time.Until(validUntil))
 	defer expiry.Stop()
-	next := time.NewTimer(time.Until(k.cfg.nextRefresh(sent, validUntil)))
+	next := time.NewTimer(time.Until(k.cfg.NextRefresh(sent, validUntil)))
 	defer next.Stop()
 	var maxHold <-chan time.Time
 	if k.cfg.MaxHold > 0 {
@@ -223,15 +201,13 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 	// time; ownSent that of the last lease this loop set (or started from).
 	leaseSent, ownSent := sent, sent
 	follow := func() bool {
-		k.lease.mu.Lock()
-		st := k.lease.state
-		validUntil, leaseSent = k.lease.validUntil(margin)
-		k.lease.mu.Unlock()
+		var st State
+		st, validUntil, leaseSent = k.lease.Status(margin)
 		switch st {
-		case lost:
+		case StateLost:
 			k.end(End{Reason: NotHeld})
 			return false
-		case released:
+		case StateReleased:
 			k.end(End{Reason: Stopped})
 			return false
 		}
@@ -252,7 +228,7 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 				// A refresh of the holder's own set the lease: schedule
 				// from it, as from one of ours (sooner, if it is short).
 				ownSent, failures, lastErr = leaseSent, 0, nil
-				next.Reset(time.Until(k.cfg.nextRefresh(leaseSent, validUntil)))
+				next.Reset(time.Until(k.cfg.NextRefresh(leaseSent, validUntil)))
 			}
 
 		case <-expiry.C:
@@ -294,7 +270,7 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 					return
 				}
 				ownSent = leaseSent
-				next.Reset(time.Until(k.cfg.nextRefresh(r.sent, validUntil)))
+				next.Reset(time.Until(k.cfg.NextRefresh(r.sent, validUntil)))
 			case errors.Is(r.err, ErrNotHeld):
 				k.lease.Lost(r.sent)
 				k.end(End{Reason: NotHeld, Err: r.err})
@@ -309,7 +285,7 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 			case k.cfg.Transient != nil && k.cfg.Transient(r.err):
 				failures++
 				lastErr = r.err
-				next.Reset(k.cfg.backoff(failures))
+				next.Reset(k.cfg.Backoff(failures))
 			default:
 				k.end(End{Reason: Failed, Err: r.err})
 				return
@@ -322,41 +298,30 @@ func (k *KeepAlive) run(sent, validUntil time.Time) {
 // cancels the derived contexts, then the refresh in flight, then closes
 // done, then calls Config.After.
 func (k *KeepAlive) end(e End) {
-	k.mu.Lock()
-	if k.ending {
-		k.mu.Unlock()
+	if !k.sig.Begin() {
 		return
 	}
-	k.ending = true
-	k.mu.Unlock()
 	var err error = e
 	if k.cfg.Ended != nil {
 		err = k.cfg.Ended(e)
 	}
-	k.mu.Lock()
-	k.err = err
-	derived := k.derived
-	k.derived = nil
-	k.mu.Unlock()
-	for d := range derived {
-		d.cancel(err)
-	}
+	k.sig.Cancel(err)
 	k.cancel()
-	close(k.done)
+	k.sig.Close()
 	if k.cfg.After != nil {
 		defer func() { _ = recover() }() // see Config.After
 		k.cfg.After(e, err)
 	}
 }
 
-func (k *KeepAlive) hasEnded() bool {
-	select {
-	case <-k.done:
-		return true
-	default:
-		return false
-	}
-}
+// Ended reports whether the keep-alive has ended ([Keeper]).
+func (k *KeepAlive) Ended() bool { return k.sig.Closed() }
+
+// Wait waits for the keep-alive's goroutine to exit ([Keeper]): at most
+// [StopWait] after its end.
+func (k *KeepAlive) Wait() { <-k.exited }
+
+func (k *KeepAlive) hasEnded() bool { return k.Ended() }
 
 func (k *KeepAlive) hasExited() bool {
 	select {

@@ -463,9 +463,9 @@ func TestKeepAliveContext(t *testing.T) {
 		defer cancel()
 		other, cancelOther := k.Context(context.Background())
 		cancelOther()
-		k.mu.Lock()
-		registered := len(k.derived)
-		k.mu.Unlock()
+		k.sig.mu.Lock()
+		registered := len(k.sig.derived)
+		k.sig.mu.Unlock()
 		if registered != 1 {
 			t.Errorf("%d derived contexts registered after one was cancelled, want 1", registered)
 		}

@@ -63,15 +63,35 @@ var (
 // lost and ends. It is never retried.
 var ErrNotHeld = errors.New("lease: not held")
 
-// state is where a lease stands.
-type state int
+// State is where a lease stands.
+type State int
 
+// The states of a lease.
 const (
-	unknown  state = iota // nothing obtained or renewed it yet
-	held                  // sent and ttl say until when
-	lost                  // a refresh found the keys gone or taken
-	released              // the holder gave it up
+	StateUnknown  State = iota // nothing obtained or renewed it yet
+	StateHeld                  // sent and ttl say until when
+	StateLost                  // a refresh found the keys gone or taken
+	StateReleased              // the holder gave it up
 )
+
+// A Keeper keeps a [Lease] alive: a [KeepAlive], its own loop, or a lease
+// of a session, which keeps many from one loop (internal/session). A
+// Lease has at most one running at a time ([Lease.Keep]), tells it of
+// every change, and stops it when it is released.
+type Keeper interface {
+	// Changed is called whenever the lease changes, with the Lease's
+	// mutex held: it must not block nor call the Lease.
+	Changed()
+	// Stop ends the keeper, as stopped unless it had ended already, and
+	// returns once no refresh of it can start; it waits at most
+	// [StopWait] for a refresh in flight.
+	Stop()
+	// Ended reports whether the keeper has ended.
+	Ended() bool
+	// Wait returns once the keeper that has ended has no refresh left in
+	// flight, or [StopWait] after its end.
+	Wait()
+}
 
 // Lease is what a holder knows of its keys' expiry. The zero value is a
 // lease not known yet (as for a handle attached to keys obtained
@@ -80,11 +100,10 @@ const (
 // keep-alive as [KeepAlive.Stop] does. A Lease must not be copied.
 type Lease struct {
 	mu    sync.Mutex
-	state state
+	state State
 	sent  time.Time     // send time of the request that set the lease
 	ttl   time.Duration // its TTL, whole milliseconds
-	ka    *KeepAlive    // the latest keep-alive, stopped by Released
-	wake  chan struct{} // the running keep-alive's: told of every change
+	k     Keeper        // the latest keeper: told of every change, stopped by Released
 }
 
 // whole truncates ttl to the milliseconds Redis counts: a TTL of 1.5 ms is
@@ -98,25 +117,26 @@ func whole(ttl time.Duration) time.Duration { return ttl.Truncate(time.Milliseco
 func (l *Lease) Obtained(sent time.Time, ttl time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.state == released {
+	if l.state == StateReleased {
 		return
 	}
-	l.state, l.sent, l.ttl = held, sent, whole(ttl)
+	l.state, l.sent, l.ttl = StateHeld, sent, whole(ttl)
 	l.notify()
 }
 
 // Sending records that a refresh to ttl is being sent at sent. If it runs,
 // even with its reply lost, the keys expire at sent+ttl at the earliest, so
 // a lease that ended later shrinks to that. It changes nothing unless the
-// lease is held.
-func (l *Lease) Sending(sent time.Time, ttl time.Duration) {
+// lease is held, and reports whether it is.
+func (l *Lease) Sending(sent time.Time, ttl time.Duration) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ttl = whole(ttl)
-	if l.state == held && sent.Add(ttl).Before(l.sent.Add(l.ttl)) {
+	if l.state == StateHeld && sent.Add(ttl).Before(l.sent.Add(l.ttl)) {
 		l.sent, l.ttl = sent, ttl
 		l.notify()
 	}
+	return l.state == StateHeld
 }
 
 // Renewed records that a refresh sent at sent extended every key to ttl:
@@ -126,10 +146,10 @@ func (l *Lease) Sending(sent time.Time, ttl time.Duration) {
 func (l *Lease) Renewed(sent time.Time, ttl time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.state == released || (l.state != unknown && sent.Before(l.sent)) {
+	if l.state == StateReleased || (l.state != StateUnknown && sent.Before(l.sent)) {
 		return
 	}
-	l.state, l.sent, l.ttl = held, sent, whole(ttl)
+	l.state, l.sent, l.ttl = StateHeld, sent, whole(ttl)
 	l.notify()
 }
 
@@ -139,10 +159,10 @@ func (l *Lease) Renewed(sent time.Time, ttl time.Duration) {
 func (l *Lease) Lost(sent time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.state == released || (l.state != unknown && sent.Before(l.sent)) {
+	if l.state == StateReleased || (l.state != StateUnknown && sent.Before(l.sent)) {
 		return
 	}
-	l.state, l.sent, l.ttl = lost, sent, 0
+	l.state, l.sent, l.ttl = StateLost, sent, 0
 	l.notify()
 }
 
@@ -152,13 +172,13 @@ func (l *Lease) Lost(sent time.Time) {
 // lease's keep-alive, if any, and waits for it as [KeepAlive.Stop] does.
 func (l *Lease) Released() {
 	l.mu.Lock()
-	l.state = released
-	ka := l.ka
-	l.ka = nil
+	l.state = StateReleased
+	k := l.k
+	l.k = nil
 	l.notify()
 	l.mu.Unlock()
-	if ka != nil {
-		ka.Stop()
+	if k != nil {
+		k.Stop()
 	}
 }
 
@@ -178,7 +198,7 @@ func (l *Lease) ValidUntil(margin time.Duration) time.Time {
 func (l *Lease) TTL() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.state != held {
+	if l.state != StateHeld {
 		return 0
 	}
 	return l.ttl
@@ -187,7 +207,7 @@ func (l *Lease) TTL() time.Duration {
 // validUntil is ValidUntil with l.mu held; it also returns the lease's
 // send time.
 func (l *Lease) validUntil(margin time.Duration) (time.Time, time.Time) {
-	if l.state != held {
+	if l.state != StateHeld {
 		return time.Time{}, time.Time{}
 	}
 	if margin == 0 {
@@ -196,59 +216,83 @@ func (l *Lease) validUntil(margin time.Duration) (time.Time, time.Time) {
 	return l.sent.Add(l.ttl - margin), l.sent
 }
 
-// notify tells the running keep-alive, if any, that the lease changed.
-// l.mu is held.
+// Status returns where the lease stands and, when it is held, ValidUntil
+// with margin and the lease's send time.
+func (l *Lease) Status(margin time.Duration) (st State, validUntil, sent time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	validUntil, sent = l.validUntil(margin)
+	return l.state, validUntil, sent
+}
+
+// notify tells the keeper, if any, that the lease changed. l.mu is held.
 func (l *Lease) notify() {
-	if l.wake == nil {
-		return
-	}
-	select {
-	case l.wake <- struct{}{}:
-	default: // a wake-up is pending already
+	if l.k != nil {
+		l.k.Changed()
 	}
 }
 
 // KeepAlive starts refreshing the lease with refresh, in a goroutine owned
 // by the returned handle, as cfg says (see [Config] and [KeepAlive]). It
 // sends nothing itself and does not block, except when the lease's previous
-// keep-alive has ended but its goroutine has not exited yet: it then waits
+// keeper has ended but its goroutine has not exited yet: it then waits
 // for that as [KeepAlive.Stop] does, so that at most one keep-alive
 // goroutine runs per lease.
 //
 // Errors, with nothing started: a [*ConfigError] for a cfg that cannot
-// work; [ErrRunning] while another keep-alive of the lease runs;
-// [ErrReleased], [ErrLost], [ErrUnknown], or [ErrExpired] (wrapped) when
-// the lease is not known to be held now.
+// work; the errors of [Lease.Keep].
 func (l *Lease) KeepAlive(cfg Config, refresh func(ctx context.Context) error) (*KeepAlive, error) {
-	cfg, err := cfg.resolve()
+	cfg, err := cfg.Resolve()
 	if err != nil {
 		return nil, err
 	}
+	k := newKeepAlive(l, cfg, refresh)
+	sent, validUntil, err := l.Keep(k, cfg.Margin)
+	if err != nil {
+		k.cancel()
+		return nil, err
+	}
+	k.start(sent, validUntil)
+	return k, nil
+}
+
+// Keep makes k the keeper of the lease, and returns the lease's send time
+// and its ValidUntil with margin, which k starts from; from then on the
+// Lease tells k of every change, until it is released (which stops k) or
+// another keeper replaces k once k has ended. When the previous keeper
+// has ended but is still finishing, Keep waits for it ([Keeper.Wait]).
+//
+// Errors, with k not kept: [ErrRunning] while another keeper of the lease
+// runs; [ErrReleased], [ErrLost], [ErrUnknown], or [ErrExpired] (wrapped)
+// when the lease is not known to be held now.
+func (l *Lease) Keep(k Keeper, margin time.Duration) (sent, validUntil time.Time, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for old := l.ka; old != nil && !old.hasExited(); old = l.ka {
-		if !old.hasEnded() {
-			return nil, ErrRunning
+	for old := l.k; old != nil; old = l.k {
+		if !old.Ended() {
+			return time.Time{}, time.Time{}, ErrRunning
 		}
-		// It ended, and its goroutine is finishing (at most StopWait):
-		// wait unlocked, since it records what it learns in l.
+		// It ended, and may be finishing (at most StopWait): wait
+		// unlocked, since it records what it learns in l.
 		l.mu.Unlock()
-		<-old.exited
+		old.Wait()
 		l.mu.Lock()
+		if l.k == old {
+			l.k = nil
+		}
 	}
 	switch l.state {
-	case released:
-		return nil, ErrReleased
-	case lost:
-		return nil, ErrLost
-	case unknown:
-		return nil, ErrUnknown
+	case StateReleased:
+		return time.Time{}, time.Time{}, ErrReleased
+	case StateLost:
+		return time.Time{}, time.Time{}, ErrLost
+	case StateUnknown:
+		return time.Time{}, time.Time{}, ErrUnknown
 	}
-	validUntil, sent := l.validUntil(cfg.Margin)
+	validUntil, sent = l.validUntil(margin)
 	if now := time.Now(); !now.Before(validUntil) {
-		return nil, fmt.Errorf("%w %v ago", ErrExpired, now.Sub(validUntil))
+		return time.Time{}, time.Time{}, fmt.Errorf("%w %v ago", ErrExpired, now.Sub(validUntil))
 	}
-	l.wake = make(chan struct{}, 1)
-	l.ka = start(l, cfg, refresh, l.wake, sent, validUntil)
-	return l.ka, nil
+	l.k = k
+	return sent, validUntil, nil
 }

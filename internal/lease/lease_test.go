@@ -148,7 +148,7 @@ func TestConfigResolve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := tt.cfg.resolve()
+			c, err := tt.cfg.Resolve()
 			if got := errors.As(err, new(*ConfigError)); got != tt.wantErr {
 				t.Fatalf("err = %v, want a *ConfigError: %v", err, tt.wantErr)
 			}
@@ -166,15 +166,15 @@ func TestConfigBackoff(t *testing.T) {
 	c := Config{Interval: 320 * time.Millisecond}
 	want := []time.Duration{10, 20, 40, 80, 80, 80}
 	for i, w := range want {
-		if got := c.backoff(i + 1); got != w*time.Millisecond {
+		if got := c.Backoff(i + 1); got != w*time.Millisecond {
 			t.Errorf("backoff(%d) = %v, want %v", i+1, got, w*time.Millisecond)
 		}
 	}
 	c = Config{Interval: time.Millisecond}
-	if got := c.backoff(1); got != time.Millisecond {
+	if got := c.Backoff(1); got != time.Millisecond {
 		t.Errorf("backoff(1) with a 1ms interval = %v, want 1ms", got)
 	}
-	if got := c.backoff(1 << 20); got != time.Millisecond {
+	if got := c.Backoff(1 << 20); got != time.Millisecond {
 		t.Errorf("backoff(1<<20) = %v, want the ceiling", got)
 	}
 }
