@@ -125,6 +125,11 @@ func (e *Election) publishFlag() string {
 // campaigner per client that blocks on Redis (see [WaitForRelease]), which
 // notices within its block (at most about 1 s).
 func (e *Election) Campaign(ctx context.Context, value string, ttl time.Duration) (*Leadership, error) {
+	return e.campaign(ctx, value, ttl, func(h *handle) (*KeepAlive, error) { return h.keepAlive(ttl, nil) })
+}
+
+// campaign is Campaign, the leadership kept alive by keep.
+func (e *Election) campaign(ctx context.Context, value string, ttl time.Duration, keep func(*handle) (*KeepAlive, error)) (*Leadership, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
@@ -149,7 +154,7 @@ func (e *Election) Campaign(ctx context.Context, value string, ttl time.Duration
 			return nil, err
 		}
 		lead := got.(*Leadership)
-		ka, err := (*handle)(lead.lock).keepAlive(ttl, nil)
+		ka, err := keep((*handle)(lead.lock))
 		if err == nil {
 			lead.keepAlive = ka
 			return lead, nil

@@ -191,26 +191,40 @@ func (h *handle) release(ctx context.Context) error {
 	return err
 }
 
-// releaseOnce sends the release: before MinHold a refresh to what is left
-// of it, which leaves the keys the token's until then (and the handle no
-// longer theirs: kept); otherwise the kind's release call (or, when the server's ACL refuses that one before
-// it wrote anything, its fallback).
+// releaseOnce sends the release (see releasing) and reads its reply.
 func (h *handle) releaseOnce(ctx context.Context) (held bool, handed int, err error) {
+	c, ok := h.releasing()
+	if !ok {
+		return false, 0, nil // released before MinHold already: the keys are no longer its
+	}
+	sent := time.Now()
+	r, err := h.be.run(ctx, h, c)
+	return h.releaseReply(ctx, c, sent, r, err)
+}
+
+// releasing returns the call that releases h now (ok false once kept): a
+// refresh to the rest of MinHold, which keeps the keys, or the kind's.
+func (h *handle) releasing() (c call, ok bool) {
 	switch left := time.Until(h.hold); {
 	case h.kept.Load():
-		return false, 0, nil // released before MinHold already: the keys are no longer its
+		return call{}, false
 	case left > 0:
 		// Rounded up to a whole millisecond: rounded down, the keys
 		// could go up to 1 ms early.
-		n, err := h.be.run(ctx, h, h.kind.refreshCall(h, int64((left+time.Millisecond-1)/time.Millisecond)))
-		if held = err == nil && n == 1; held {
+		return h.kind.refreshCall(h, int64((left+time.Millisecond-1)/time.Millisecond)), true
+	}
+	return h.kind.releaseCall(h), true
+}
+
+// releaseReply reads the reply r (or err) of c from releasing, sent at
+// sent; a release that the server's ACL refused runs its fallback.
+func (h *handle) releaseReply(ctx context.Context, c call, sent time.Time, r int64, err error) (held bool, handed int, _ error) {
+	if c.op == opRefresh {
+		if held = err == nil && r == 1; held {
 			h.kept.Store(true)
 		}
 		return held, 0, err
 	}
-	c := h.kind.releaseCall(h)
-	sent := time.Now()
-	r, err := h.be.run(ctx, h, c)
 	if err != nil && c.denied != nil && deniedByACL(err) {
 		c = *c.denied
 		r, err = h.be.run(ctx, h, c)
@@ -254,7 +268,7 @@ func (h *handle) keepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive
 		case err != nil:
 			return err
 		case ok == -1:
-			return errTaken
+			return lease.ErrTaken // only the hooks tell it from a key gone
 		case ok != 1:
 			return lease.ErrNotHeld
 		}

@@ -89,7 +89,7 @@ type KeepAlive struct {
 }
 
 // keeper is what keeps a lease alive behind a KeepAlive: a keep-alive
-// loop of its own (*lease.KeepAlive).
+// loop of its own (*lease.KeepAlive), or a session's (*session.Entry).
 type keeper interface {
 	Done() <-chan struct{}
 	Err() error
@@ -99,37 +99,39 @@ type keeper interface {
 }
 
 // keepLease starts a keep-alive of ls that refreshes to ttl (whole
-// milliseconds) with refresh, as opt says: the keep-alive of every
-// handle. refresh runs the handle's refresh once; it returns nil when it
-// extended every key to ttl, [lease.ErrNotHeld] when the keys are no
-// longer held with the holder's token, and the Redis error otherwise.
-// ended, when not nil, is called with how the keep-alive ended and the
-// error it then reports (the hooks' Lost, see observe.go), after Done was
-// closed and the contexts cancelled. It returns the
-// errors of [Lock.KeepAlive], but for ErrInvalidTTL and ErrNilClient,
-// which the caller checks.
+// milliseconds) with refresh (nil, [lease.ErrNotHeld] or the Redis
+// error), as opt says, calling ended, if not nil, once it has ended (the
+// hooks' Lost). It returns the errors of [Lock.KeepAlive] but for
+// ErrInvalidTTL and ErrNilClient, which the caller checks.
 func keepLease(ls *lease.Lease, ttl time.Duration, opt *KeepAliveOptions, refresh func(ctx context.Context) error, ended func(lease.End, error)) (*KeepAlive, error) {
 	cfg := opt.config(ttl)
 	cfg.After = ended
 	k, err := ls.KeepAlive(cfg, refresh)
+	if err != nil {
+		return nil, keepErr(err)
+	}
+	return &KeepAlive{k: k}, nil
+}
+
+// keepErr returns the error of [Lock.KeepAlive] for an error of
+// internal/lease's.
+func keepErr(err error) error {
 	var invalid *lease.ConfigError
 	switch {
-	case err == nil:
-		return &KeepAlive{k: k}, nil
 	case errors.As(err, &invalid):
-		return nil, fmt.Errorf("%w: %s", ErrInvalidOption, invalid.Problem)
+		return fmt.Errorf("%w: %s", ErrInvalidOption, invalid.Problem)
 	case errors.Is(err, lease.ErrRunning):
-		return nil, ErrKeepAliveRunning
+		return ErrKeepAliveRunning
 	case errors.Is(err, lease.ErrReleased):
-		return nil, fmt.Errorf("%w: the lock was released", ErrLockNotHeld)
+		return fmt.Errorf("%w: the lock was released", ErrLockNotHeld)
 	case errors.Is(err, lease.ErrLost):
-		return nil, &lostError{msg: "its last refresh found it expired or held by another token", cause: ErrNotObtained}
+		return &lostError{msg: "its last refresh found it expired or held by another token", cause: ErrNotObtained}
 	case errors.Is(err, lease.ErrUnknown):
-		return nil, fmt.Errorf("%w: no lease of this handle is known (refresh an attached lock first)", ErrLockNotHeld)
+		return fmt.Errorf("%w: no lease of this handle is known (refresh an attached lock first)", ErrLockNotHeld)
 	case errors.Is(err, lease.ErrExpired):
-		return nil, fmt.Errorf("%w: its lease %s (refresh it first)", ErrLockNotHeld, strings.TrimPrefix(err.Error(), "lease: "))
+		return fmt.Errorf("%w: its lease %s (refresh it first)", ErrLockNotHeld, strings.TrimPrefix(err.Error(), "lease: "))
 	}
-	return nil, err
+	return err
 }
 
 // config returns the engine's settings for refreshes to ttl. The engine
@@ -158,7 +160,10 @@ func keepAliveError(e lease.End) error {
 			cause: ErrMaxHoldReached,
 		}
 	}
-	const msg = "its lease ran out without a successful refresh"
+	msg := "its lease ran out without a successful refresh"
+	if e.Reason == lease.SessionLost {
+		msg = "its session ended: another of its leases could not be refreshed in time"
+	}
 	switch {
 	case e.Err != nil:
 		return &lostError{msg: msg + "; last error: " + e.Err.Error(), cause: e.Err}

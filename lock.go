@@ -13,6 +13,8 @@ import (
 // returns a zero value or an error, never panics.
 type Lock handle
 
+func (l *Lock) held() *handle { return (*handle)(l) }
+
 // Key returns the lock's first key ("" for a nil Lock).
 func (l *Lock) Key() string { return (*handle)(l).key() }
 

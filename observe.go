@@ -176,14 +176,25 @@ func (o *observation) hookedRefresh(ttl time.Duration, refresh func(context.Cont
 		return refresh
 	}
 	return func(ctx context.Context) error {
-		ctx, start := o.refreshStart(ctx, ttl, true)
+		ctx, done := o.refreshing(ctx, ttl)
 		err := refresh(ctx)
-		reported := err
-		if errors.Is(err, lease.ErrNotHeld) {
-			reported = ErrNotObtained // the engine's word stays inside
-		}
-		o.refreshed(ctx, start, ttl, true, reported)
+		done(err)
 		return err
+	}
+}
+
+// refreshing reports the start of a keep-alive's refresh to ttl; it
+// returns its context and what reports its end (nil without hooks).
+func (o *observation) refreshing(ctx context.Context, ttl time.Duration) (context.Context, func(error)) {
+	if o == nil {
+		return ctx, nil
+	}
+	ctx, start := o.refreshStart(ctx, ttl, true)
+	return ctx, func(err error) {
+		if errors.Is(err, lease.ErrNotHeld) {
+			err = ErrNotObtained // the engine's word stays inside
+		}
+		o.refreshed(ctx, start, ttl, true, err)
 	}
 }
 
@@ -226,28 +237,17 @@ func (o *observation) attempted(ctx context.Context) func(obtained, blocked bool
 func lostReason(e lease.End) LostReason {
 	switch e.Reason {
 	case lease.NotHeld:
-		if errors.Is(e.Err, errTaken) {
+		if errors.Is(e.Err, lease.ErrTaken) {
 			return LostTaken
 		}
 		return LostGone
-	case lease.Expired:
+	case lease.Expired, lease.SessionLost:
 		return LostExpired
 	case lease.MaxHoldReached:
 		return LostMaxHold
 	}
 	return LostError
 }
-
-// errTaken is the error of a keep-alive's refresh that found a key held by
-// another token (the refresh script's reply -1). It matches
-// [lease.ErrNotHeld], as a key found gone does, so the engine treats both
-// alike; only the hooks tell them apart.
-var errTaken error = takenError{}
-
-type takenError struct{}
-
-func (takenError) Error() string { return lease.ErrNotHeld.Error() + ": held by another token" }
-func (takenError) Unwrap() error { return lease.ErrNotHeld }
 
 // observeAttach gives an attached handle the hooks of c, if any: its
 // releases and refreshes are reported, but it never counts as held.

@@ -15,6 +15,8 @@ import (
 // value or an error, never panics.
 type Permit handle
 
+func (p *Permit) held() *handle { return (*handle)(p) }
+
 // Key returns the semaphore's key ("" for a nil Permit).
 func (p *Permit) Key() string { return (*handle)(p).key() }
 

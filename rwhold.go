@@ -23,6 +23,9 @@ type ReadLock handle
 // every method accepts a nil *WriteLock.
 type WriteLock handle
 
+func (r *ReadLock) held() *handle  { return (*handle)(r) }
+func (w *WriteLock) held() *handle { return (*handle)(w) }
+
 // RWMutex returns the lock this hold is of (nil for a nil ReadLock).
 func (r *ReadLock) RWMutex() *RWMutex {
 	if r == nil {

@@ -36,6 +36,7 @@ var (
 	obtainScript  = lua("lib", "handover", "obtain")
 	plainScript   = lua("obtain_plain")
 	refreshScript = lua("lib", "refresh")
+	refreshMany   = lua("lib", "refresh_many") // a session's batches of refreshScript
 	releaseScript = lua("lib", "handover", "release")
 	deleteScript  = lua("lib", "delete")
 	deleteOne     = lua("delete_one")

@@ -31,6 +31,11 @@ const (
 	Failed
 	// MaxHoldReached: [Config.MaxHold] passed.
 	MaxHoldReached
+	// SessionLost: the lease was kept by a session (internal/session)
+	// that ended because another of its leases expired, or its client
+	// failed: it can no longer be refreshed. Err and InFlight are those of
+	// the lease that expired.
+	SessionLost
 )
 
 // End is how a keep-alive ended, as given to [Config.Ended]. As an error
@@ -55,6 +60,8 @@ func (e End) Error() string {
 		return fmt.Sprintf("lease: a refresh failed: %v", e.Err)
 	case MaxHoldReached:
 		return fmt.Sprintf("lease: held for MaxHold (%v)", e.MaxHold)
+	case SessionLost:
+		return "lease: its session ended"
 	}
 	return "lease: keep-alive ended"
 }

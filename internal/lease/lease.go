@@ -63,6 +63,12 @@ var (
 // lost and ends. It is never retried.
 var ErrNotHeld = errors.New("lease: not held")
 
+// ErrTaken is what a refresh returns, instead of [ErrNotHeld], when it
+// found the keys held by another holder rather than gone. It matches
+// ErrNotHeld, so that a keeper treats both alike; only hooks tell them
+// apart.
+var ErrTaken = fmt.Errorf("%w: held by another token", ErrNotHeld)
+
 // State is where a lease stands.
 type State int
 

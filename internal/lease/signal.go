@@ -60,10 +60,13 @@ func (s *Signal) Cancel(err error) {
 	}
 }
 
-// Close closes Done.
+// Close closes Done; later calls do nothing.
 func (s *Signal) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	s.closed = true
 	if s.done != nil {
 		close(s.done)
