@@ -240,6 +240,60 @@ func TestSessionOneLeaseLost(t *testing.T) {
 	})
 }
 
+// The server forgets its scripts (SCRIPT FLUSH): the session's next batch
+// loads them again and loses nothing. A key made a hash: its lease alone
+// ends, with the server's error, although it was refreshed in one script
+// call with others.
+func TestSessionScriptFlushAndWrongType(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		sess := newSession(t, redislock.New(rdb), nil)
+		keys := []string{redistest.Key(t, "a"), redistest.Key(t, "b"), redistest.Key(t, "c")}
+		kas := make([]*redislock.KeepAlive, len(keys))
+		for i, k := range keys {
+			var err error
+			if _, kas[i], err = sess.Obtain(ctx, k, nil); err != nil {
+				t.Fatalf("Obtain %s: %v", k, err)
+			}
+		}
+		flush := func(ctx context.Context, c *redis.Client) error { return c.ScriptFlush(ctx).Err() }
+		var err error
+		if cl, ok := rdb.(*redis.ClusterClient); ok {
+			err = cl.ForEachShard(ctx, flush)
+		} else {
+			err = flush(ctx, rdb.(*redis.Client))
+		}
+		if err != nil {
+			t.Fatalf("SCRIPT FLUSH: %v", err)
+		}
+		time.Sleep(2 * sessionTTL)
+		for i, ka := range kas {
+			if err := ka.Err(); err != nil {
+				t.Fatalf("%s lost after SCRIPT FLUSH: %v", keys[i], err)
+			}
+		}
+		if err := rdb.Del(ctx, keys[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.HSet(ctx, keys[1], "f", "v").Err(); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, kas[1].Done(), "the loss of the key made a hash")
+		if err := kas[1].Err(); !errors.Is(err, redislock.ErrLockLost) || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Errorf("Err = %v, want ErrLockLost with the server's WRONGTYPE", err)
+		}
+		time.Sleep(sessionTTL)
+		for _, i := range []int{0, 2} {
+			if err := kas[i].Err(); err != nil {
+				t.Errorf("%s lost too: %v", keys[i], err)
+			}
+		}
+		if sess.Err() != nil {
+			t.Errorf("session ended: %v", sess.Err())
+		}
+	})
+}
+
 // Redis frozen (SIGSTOP): every lease of the session is signalled lost at
 // once, before the earliest of their keys could expire, and the session
 // ends. On a Cluster, one master frozen does it.
