@@ -551,7 +551,7 @@ func TestSessionBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lead.Resign(ctx)
+	defer func() { _ = lead.Resign(ctx) }()
 	if _, err := sess.Add(lead); !errors.Is(err, redislock.ErrKeepAliveRunning) {
 		t.Errorf("Add of a Leadership = %v, want ErrKeepAliveRunning", err)
 	}
@@ -562,7 +562,8 @@ func TestSessionBadInput(t *testing.T) {
 	if mustExist(t, rdb, redistest.Key(t, "late")) {
 		t.Error("Obtain after Close left its key held")
 	}
-	if err := sess.Release(nil); !errors.Is(err, redislock.ErrNilContext) { //nolint:staticcheck // SA1012: the nil context is the test
+	//lint:ignore SA1012 a nil context is the input under test
+	if err := sess.Release(nil); !errors.Is(err, redislock.ErrNilContext) { //nolint:staticcheck // SA1012: a nil context is the input under test
 		t.Errorf("Release(nil) = %v, want ErrNilContext", err)
 	}
 }

@@ -1,6 +1,7 @@
 package session
 
 // slot is an entry's index in one of the loop's heaps; -1 when not in it.
+// An int32: a process never holds 2^31 leases, and entries stay small.
 type slot struct{ i int32 }
 
 // entryHeap is a min-heap of entries: by dueAt (the due heap), or by
@@ -42,7 +43,7 @@ func (h *entryHeap) top() *Entry { return h.list[0] }
 func (h *entryHeap) fix(e *Entry) {
 	s := h.slot(e)
 	if s.i < 0 {
-		s.i = int32(len(h.list))
+		s.i = int32(len(h.list)) //nolint:gosec // G115: see slot
 		h.list = append(h.list, e)
 		h.up(int(s.i))
 		return
@@ -82,8 +83,8 @@ func (h *entryHeap) pop() *Entry {
 
 func (h *entryHeap) swap(i, j int) {
 	h.list[i], h.list[j] = h.list[j], h.list[i]
-	h.slot(h.list[i]).i = int32(i)
-	h.slot(h.list[j]).i = int32(j)
+	h.slot(h.list[i]).i = int32(i) //nolint:gosec // G115: see slot
+	h.slot(h.list[j]).i = int32(j) //nolint:gosec // G115: see slot
 }
 
 func (h *entryHeap) up(j int) {

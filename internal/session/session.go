@@ -323,9 +323,6 @@ func (s *Session) at(t time.Time) int64 { return int64(t.Sub(s.epoch)) }
 // now returns the loop's time now.
 func (s *Session) now() int64 { return s.at(time.Now()) }
 
-// time returns the time of the loop's t.
-func (s *Session) time(t int64) time.Time { return s.epoch.Add(time.Duration(t)) }
-
 // wake tells the loop it has something to do.
 func (s *Session) wake() {
 	select {
