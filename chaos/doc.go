@@ -7,7 +7,8 @@
 // an in-process toxiproxy (latency, stalls, replies lost after the command
 // ran, resets, partitions) and through server restarts, Sentinel and
 // Cluster failovers and client pauses, with workloads of locks,
-// semaphores, read-write locks and leader elections, polling and (on
+// semaphores, read-write locks, leader elections and sessions (each
+// worker's locks kept alive by a Session of its own), polling and (on
 // clients whose read timeout leaves room for a block) waiting with
 // WaitForRelease, then check each history. It is its own module, so that toxiproxy
 // and its dependencies never reach the library's go.mod.

@@ -62,7 +62,7 @@ func kindRank(kind string) int {
 
 // workloadPrefixes are the prefixes of the rows of the workloads other than
 // the lock's, in the order of the results table.
-var workloadPrefixes = []string{"semaphore/", "rw/", "election/"}
+var workloadPrefixes = []string{"semaphore/", "rw/", "election/", "session/"}
 
 // env is what a fault schedule acts on during one run.
 type env struct {

@@ -117,8 +117,9 @@ func TestFaultsSentinel(t *testing.T) {
 // keys of its own, all in the hash slot of e.keys (the slot whose master
 // the Cluster kinds fail over): the lock workload on e.keys (row
 // "<kind>"), and, unless the kind sets Options (MinReplicas, which only
-// locks take), the semaphore, RW and election workloads (rows
-// "semaphore/<kind>", "rw/<kind>", "election/<kind>"), and the lock,
+// locks take), the semaphore, RW, election and session workloads (rows
+// "semaphore/<kind>", "rw/<kind>", "election/<kind>", "session/<kind>"),
+// and the lock,
 // semaphore and RW workloads again with every worker waiting with
 // WaitForRelease, and the election workload again, at the TTL of waitScale
 // (rows "wait/<kind>", "semaphore-wait/<kind>", "rw-wait/<kind>",
@@ -129,10 +130,13 @@ func topologyParts(t *testing.T, e *env, kind faultKind, newClient func(ttl time
 	var waiting []*part
 	if kind.options == nil {
 		sem, rw, el := semKeys(t, n), rwKeys(t, n), electionKeys(t, n)
+		se := *e
+		se.keys = namedKeys(t, "session", n)
 		parts = append(parts,
 			&part{row: "semaphore/" + kind.name, kind: kind, keys: sem, start: semaphoreWorkload(e, kind, sem)},
 			&part{row: "rw/" + kind.name, kind: kind, keys: rw, start: rwMutexWorkload(e, kind, rw)},
 			&part{row: "election/" + kind.name, kind: kind, keys: el, start: electionWorkloadStart(e, kind, el, nil)},
+			&part{row: "session/" + kind.name, kind: kind, keys: se.keys, start: sessionWorkload(&se, kind)},
 		)
 		we := *e
 		we.wait, we.keys = true, namedKeys(t, "wait", n)
