@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,10 @@ func main() {
 	flag.StringVar(&p.addr, "addr", "", "address of a Redis server to use instead of starting one; its INFO commandstats must see no other traffic")
 	flag.StringVar(&p.nativeAddr, "native-addr", "", "address of a Valkey 9 (or Redis 8.4) server for workload 8 instead of starting Valkey 9.1; nothing else may use it")
 	flag.IntVar(&p.nativeOps, "native-ops", 5000, "obtains, refreshes and releases of workload 8, each way")
+	flag.DurationVar(&p.sessWindow, "sessions", 5*time.Second, "measurement of each row of workload 9 (locks held at once, kept by a KeepAlive each or by one Session), after a second of settling")
+	flag.StringVar(&p.sessCounts, "sessions-locks", "1000,10000,100000", "the numbers of locks held in workload 9, comma-separated")
+	flag.IntVar(&p.sessKeepAlive, "sessions-keepalive-max", 10000, "the most locks that workload 9 keeps alive with a KeepAlive each (rows above it are skipped)")
+	flag.BoolVar(&p.sessOnly, "sessions-only", false, "run workload 9 only and print its table")
 	flag.Parse()
 	if err := flag.Set("test.benchtime", p.benchtime.String()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -75,6 +80,11 @@ type program struct {
 	nativeAddr   string
 	nativeOps    int
 	nativeServer string // set by runNative
+
+	sessWindow    time.Duration
+	sessCounts    string
+	sessKeepAlive int
+	sessOnly      bool
 }
 
 // Run runs the workloads and writes the report; it returns the exit code.
@@ -119,6 +129,22 @@ func (p *program) run(ctx context.Context) error {
 		return p.runContention(ctx, addr, env, rows())
 	}
 
+	sessions, err := p.sessionSuite(addr)
+	if err != nil {
+		return err
+	}
+	if p.sessOnly {
+		logf("workload 9: locks held at once, %v per row", p.sessWindow)
+		rows, err := sessions.run(ctx)
+		if err != nil {
+			return err
+		}
+		var md strings.Builder
+		writeSessions(&md, rows, p.sessWindow)
+		fmt.Print(md.String())
+		return nil
+	}
+
 	rwSuite := &rwSuite{addr: addr, workers: parallelGoroutines, reads: 0.95, hold: time.Millisecond, duration: p.rw, log: logf}
 	if p.rwOnly {
 		logf("workload 7: read-write lock, %v per run", p.rw)
@@ -161,6 +187,11 @@ func (p *program) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	logf("workload 9: locks held at once, %v per row", p.sessWindow)
+	sessRows, err := sessions.run(ctx)
+	if err != nil {
+		return err
+	}
 	env.Elapsed = time.Since(start)
 
 	rep := &report{Env: env, Libraries: libs, Micro: micro, Hot: hot, Memory: mem, HotDuration: p.hotDuration, HotRounds: p.hotRounds, MicroTime: p.micro, MicroParallel: p.microParallel, Slice: p.slice,
@@ -169,6 +200,8 @@ func (p *program) run(ctx context.Context) error {
 	rep.writeMarkdown(&md)
 	md.WriteString("\n## Semaphore (issue 16)\n\n" + semMD)
 	rw.writeMarkdown(&md)
+	md.WriteString("\n## 9. Many locks held at once: a KeepAlive each, or one Session (issue 34)\n\n")
+	writeSessions(&md, sessRows, p.sessWindow)
 	var svg strings.Builder
 	writeChart(&svg, rep)
 	if err := os.MkdirAll(p.out, 0o755); err != nil { //nolint:gosec // results to commit and read
@@ -204,6 +237,19 @@ func (p *program) runNative(ctx context.Context) ([]nativeRow, error) {
 	p.nativeServer = serverName(hello)
 	logf("workload 8: native commands beside scripts on %s, %d operations each way", p.nativeServer, p.nativeOps)
 	return (&nativeSuite{addr: addr, ops: p.nativeOps, log: logf}).run(ctx)
+}
+
+// sessionSuite returns workload 9 as the flags say.
+func (p *program) sessionSuite(addr string) (*sessSuite, error) {
+	s := &sessSuite{addr: addr, window: p.sessWindow, keepAlive: p.sessKeepAlive, log: logf}
+	for f := range strings.SplitSeq(p.sessCounts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-sessions-locks %q: want positive numbers", p.sessCounts)
+		}
+		s.counts = append(s.counts, n)
+	}
+	return s, nil
 }
 
 // serverName returns "Valkey 9.1.2" from a HELLO reply.
