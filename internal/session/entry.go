@@ -11,30 +11,32 @@ import (
 // Entry is one lease kept by a session: its [lease.Keeper], and what the
 // holder watches (Done, Err, Context, ValidUntil). Its methods are safe
 // for concurrent use.
+//
+// A session holds one per lease, so it is kept small: the error of its
+// last failed refresh is in the loop's map (Session.failing), its keys in
+// its Member.
 type Entry struct {
 	s     *Session
 	lease *lease.Lease
 	m     Member
-	key   string // one of its keys: its hash slot's node is its node
 	sig   lease.Signal
+	batch *batch      // guarded by s.fly: the batch it is in flight in
 	dirty atomic.Bool // queued for the loop to re-read its lease
 
 	// Guarded by s.fly: it has ended (no refresh of it is sent any more),
-	// how, and the batch it is in flight in.
+	// and how (a lease.Reason).
 	stopped bool
-	how     lease.Reason
-	batch   *batch
+	how     uint8
 
 	// The loop's own (the adder's until the loop takes it).
-	node       *node
 	where      where
+	failures   uint16
 	due, dead  slot
+	node       *node
 	dueAt      int64 // when its next refresh is due
 	validUntil int64 // its lease's ValidUntil, with the margin
 	sent       int64 // its lease's send time, as last seen
 	maxHold    int64 // when MaxHold passes; 0: never
-	failures   int32
-	lastErr    error
 }
 
 // where is where an entry is in the loop's structures.
@@ -116,7 +118,7 @@ func (e *Entry) signal(end lease.End) error {
 		return nil
 	}
 	e.s.fly.Lock()
-	e.stopped, e.how = true, end.Reason
+	e.stopped, e.how = true, uint8(end.Reason) //nolint:gosec // G115: a Reason is a small constant
 	e.s.fly.Unlock()
 	err := e.s.ended(end)
 	e.sig.Cancel(err)
@@ -145,7 +147,7 @@ func (e *Entry) callEnded(end lease.End, err error) {
 func (e *Entry) mayBeHeld() bool {
 	e.s.fly.Lock()
 	defer e.s.fly.Unlock()
-	return !e.stopped || (e.how != lease.Stopped && e.how != lease.NotHeld)
+	return !e.stopped || (e.how != uint8(lease.Stopped) && e.how != uint8(lease.NotHeld))
 }
 
 // ended returns the error of a lease that ended as end says.

@@ -30,6 +30,7 @@ type batch struct {
 	sent    time.Time     // read before any of it was sent
 	done    chan struct{} // closed once its replies are in
 	moved   []moved       // entries whose keys another node serves now
+	calls   []Call        // the refreshes sent, in the order of the entries not skipped
 }
 
 // outcome is what a batch learnt of one entry.
@@ -156,7 +157,8 @@ func (s *Session) follow(e *Entry) bool {
 		s.dead.fix(e)
 	}
 	if at := s.at(sent); at != e.sent && e.where != flying {
-		e.sent, e.failures, e.lastErr = at, 0, nil
+		e.sent, e.failures = at, 0
+		delete(s.failing, e)
 		e.dueAt = s.at(s.cfg.NextRefresh(sent, validUntil))
 		if e.where == waiting {
 			s.due.fix(e)
@@ -183,7 +185,7 @@ func (s *Session) expire() bool {
 		if !s.follow(e) || e.validUntil > now {
 			continue
 		}
-		s.lose(e, lease.End{Reason: lease.Expired, Err: e.lastErr, InFlight: e.where == flying})
+		s.lose(e, lease.End{Reason: lease.Expired, Err: s.failing[e], InFlight: e.where == flying})
 		return false
 	}
 	return true
@@ -304,8 +306,8 @@ func (s *Session) settle(b *batch, ready *[]*node) bool {
 		case s.ctx.Err() != nil:
 			return true // closing
 		case s.cfg.Transient != nil && s.cfg.Transient(o.Err):
-			e.failures++
-			e.lastErr = o.Err
+			e.failures = min(e.failures+1, 1<<15) // Backoff's ceiling comes long before
+			s.failing[e] = o.Err
 			e.where = waiting
 			e.dueAt = s.now() + int64(s.cfg.Backoff(int(e.failures)))
 			s.due.fix(e)
@@ -346,6 +348,7 @@ func (s *Session) end(e *Entry, end lease.End) {
 func (s *Session) drop(e *Entry) {
 	s.due.remove(e)
 	s.dead.remove(e)
+	delete(s.failing, e)
 	e.where = gone
 }
 
@@ -440,6 +443,7 @@ func (s *Session) exchange(b *batch) {
 		}
 	}
 	replies := s.tr.run(s.ctx, calls, true)
+	b.calls = calls
 	j := 0
 	for i := range b.entries {
 		if b.out[i].skipped {

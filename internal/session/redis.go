@@ -67,14 +67,17 @@ func (t *redisTransport) moved(ctx context.Context, b *batch) []moved {
 	}
 	var out []moved
 	served := map[int]string{}
-	for i, e := range b.entries {
+	j := 0
+	for i := range b.entries {
 		if b.out[i].skipped {
 			continue
 		}
-		slot := keyslot.Slot(e.key)
+		key := b.calls[j].Keys[0]
+		j++
+		slot := keyslot.Slot(key)
 		name, ok := served[slot]
 		if !ok {
-			name = t.route(ctx, e.key)
+			name = t.route(ctx, key)
 			served[slot] = name
 		}
 		if name != b.node.name && name != "" {

@@ -109,7 +109,8 @@ type Session struct {
 	due, dead entryHeap
 	kept      []*Entry
 	after     []ended
-	lost      lease.End // once lost: how the other leases end
+	lost      lease.End        // once lost: how the other leases end
+	failing   map[*Entry]error // the error of each lease's last refresh, while it fails
 }
 
 // ended is a lease's end whose [Member.Ended] the loop has yet to call.
@@ -146,6 +147,7 @@ func start(tr transport, cfg Config) (*Session, error) {
 		results: make(chan *batch),
 		exited:  make(chan struct{}),
 		nodes:   make(map[string]*node),
+		failing: make(map[*Entry]error),
 	}
 	s.due.due = true
 	go s.run()
@@ -177,7 +179,7 @@ func (s *Session) Add(l *lease.Lease, m Member, key string) (*Entry, error) {
 		return nil, s.endedErr()
 	}
 	name := s.tr.route(s.ctx, key)
-	e := &Entry{s: s, lease: l, m: m, key: key}
+	e := &Entry{s: s, lease: l, m: m}
 	e.due.i, e.dead.i = -1, -1
 	sent, validUntil, err := l.Keep(e, s.cfg.Margin)
 	if err != nil {
