@@ -47,6 +47,7 @@ func main() {
 	flag.DurationVar(&p.sessWindow, "sessions", 5*time.Second, "measurement of each row of workload 9 (locks held at once, kept by a KeepAlive each or by one Session), after a second of settling")
 	flag.StringVar(&p.sessCounts, "sessions-locks", "1000,10000,100000", "the numbers of locks held in workload 9, comma-separated")
 	flag.IntVar(&p.sessKeepAlive, "sessions-keepalive-max", 10000, "the most locks that workload 9 keeps alive with a KeepAlive each (rows above it are skipped)")
+	flag.IntVar(&p.sessUnmerged, "sessions-unmerged", 10000, "the number of locks at which workload 9 also runs a session that sends a refresh.lua call per lock (0: never)")
 	flag.BoolVar(&p.sessOnly, "sessions-only", false, "run workload 9 only and print its table")
 	flag.Parse()
 	if err := flag.Set("test.benchtime", p.benchtime.String()); err != nil {
@@ -84,6 +85,7 @@ type program struct {
 	sessWindow    time.Duration
 	sessCounts    string
 	sessKeepAlive int
+	sessUnmerged  int
 	sessOnly      bool
 }
 
@@ -241,7 +243,7 @@ func (p *program) runNative(ctx context.Context) ([]nativeRow, error) {
 
 // sessionSuite returns workload 9 as the flags say.
 func (p *program) sessionSuite(addr string) (*sessSuite, error) {
-	s := &sessSuite{addr: addr, window: p.sessWindow, keepAlive: p.sessKeepAlive, log: logf}
+	s := &sessSuite{addr: addr, window: p.sessWindow, keepAlive: p.sessKeepAlive, unmerged: p.sessUnmerged, log: logf}
 	for f := range strings.SplitSeq(p.sessCounts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {

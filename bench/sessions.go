@@ -41,7 +41,13 @@ type sessRow struct {
 const (
 	sessKeepAlive = "KeepAlive per lock"
 	sessSession   = "one Session"
+	sessUnmerged  = "one Session, a script call per lock"
 )
+
+// unmerged is a go-redis client whose type the session does not know, so
+// that it pipelines one refresh.lua call per lock instead of merging them
+// into refresh_many.lua calls: the ablation row of workload 9.
+type unmerged struct{ *redis.Client }
 
 // sessSuite runs workload 9.
 type sessSuite struct {
@@ -49,6 +55,7 @@ type sessSuite struct {
 	counts    []int         // locks held in each pair of rows
 	window    time.Duration // measurement of each row, after a second of settling
 	keepAlive int           // the most locks the KeepAlive rows hold; above it they are skipped
+	unmerged  int           // the count of locks at which the unmerged session also runs; 0: none
 	log       func(format string, args ...any)
 }
 
@@ -57,7 +64,11 @@ func (s *sessSuite) run(ctx context.Context) ([]sessRow, error) {
 	defer func() { _ = admin.Close() }()
 	var rows []sessRow
 	for _, n := range s.counts {
-		for _, mode := range []string{sessKeepAlive, sessSession} {
+		modes := []string{sessKeepAlive, sessSession}
+		if n == s.unmerged {
+			modes = append(modes, sessUnmerged)
+		}
+		for _, mode := range modes {
 			if mode == sessKeepAlive && n > s.keepAlive {
 				rows = append(rows, sessRow{Mode: mode, Locks: n, Note: fmt.Sprintf("not run: above -sessions-keepalive-max %d", s.keepAlive)})
 				continue
@@ -74,8 +85,11 @@ func (s *sessSuite) run(ctx context.Context) ([]sessRow, error) {
 	return rows, admin.FlushAll(ctx).Err()
 }
 
-// sessHeld is what one row holds: the locks, and their keep-alives.
+// sessHeld is what one row holds: the locks, and their keep-alives, on
+// keys (made before the baseline of the heap: the application's, not the
+// library's).
 type sessHeld struct {
+	keys  []string
 	locks []*redislock.Lock
 	kas   []*redislock.KeepAlive
 	sess  *redislock.Session
@@ -88,6 +102,9 @@ func (s *sessSuite) runOne(ctx context.Context, admin *redis.Client, mode string
 	var trips contention.Counter
 	rdb.AddHook(&trips)
 	c := redislock.New(rdb)
+	if mode == sessUnmerged {
+		c = redislock.New(unmerged{rdb})
+	}
 	// Scripts loaded and connections open before the baseline.
 	warm, err := c.Obtain(ctx, "bench:sess:warm", time.Second, nil)
 	if err != nil {
@@ -99,10 +116,13 @@ func (s *sessSuite) runOne(ctx context.Context, admin *redis.Client, mode string
 	if err := admin.FlushAll(ctx).Err(); err != nil {
 		return row, err
 	}
+	h := &sessHeld{keys: make([]string, n), locks: make([]*redislock.Lock, n), kas: make([]*redislock.KeepAlive, n)}
+	for i := range h.keys {
+		h.keys[i] = "bench:sess:" + strconv.Itoa(i)
+	}
 	goroutines0, heap0 := runtime.NumGoroutine(), heapNow()
 
-	h := &sessHeld{locks: make([]*redislock.Lock, n), kas: make([]*redislock.KeepAlive, n)}
-	if mode == sessSession {
+	if mode != sessKeepAlive {
 		if h.sess, err = c.Session(sessTTL, nil); err != nil {
 			return row, err
 		}
@@ -151,7 +171,7 @@ func (s *sessSuite) holdAll(ctx context.Context, c *redislock.Client, h *sessHel
 	for w := range memWorkers {
 		wg.Go(func() {
 			for i := w; i < len(h.locks); i += memWorkers {
-				key := "bench:sess:" + strconv.Itoa(i)
+				key := h.keys[i]
 				if h.sess != nil {
 					h.locks[i], h.kas[i], errs[w] = h.sess.Obtain(ctx, key, nil)
 				} else if h.locks[i], errs[w] = c.Obtain(ctx, key, sessTTL, nil); errs[w] == nil {
@@ -241,8 +261,9 @@ func writeSessions(b *strings.Builder, rows []sessRow, window time.Duration) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("Locks held at once, each with a %v TTL kept alive for the run: by a `Lock.KeepAlive` each, or all by one\n", sessTTL)
 	p("`Session` (`Client.Session`, `Session.Obtain`). Each row obtains its locks with %d goroutines, lets a second\n", memWorkers)
-	p("pass, then measures for %v. Goroutines and Go heap per held lock (after a GC, the Lock handles included)\n", window)
-	p("are the growth from before the obtains. Script calls and commands are what Redis ran (INFO commandstats;\n")
+	p("pass, then measures for %v. Goroutines and Go heap per held lock (after a GC) are the growth from before\n", window)
+	p("the obtains: the Lock handles and what keeps them alive, not the bench's keys and slices, made before.\n")
+	p("Script calls and commands are what Redis ran (INFO commandstats;\n")
 	p("commands count those inside the scripts too); round trips are what the client sent, a pipeline counting one\n")
 	p("(a go-redis hook). A lease refresh is one lock's key extended (the scripts' PEXPIRE calls). Redis CPU is INFO\n")
 	p("cpu (used_cpu_user + used_cpu_sys) over the window. Lost: keep-alives that ended during the run (must be 0).\n\n")
@@ -253,7 +274,7 @@ func writeSessions(b *strings.Builder, rows []sessRow, window time.Duration) {
 			p("| %s | %s | %s | | | | | | | | |\n", r.Mode, thousands(r.Locks), r.Note)
 			continue
 		}
-		p("| %s | %s | %s | %.0f | %s | %s | %s | %s | %.2f | %.0f%% | %d |\n", label(r.Mode, r.Mode == sessSession), thousands(r.Locks),
+		p("| %s | %s | %s | %.0f | %s | %s | %s | %s | %.2f | %.0f%% | %d |\n", label(r.Mode, r.Mode != sessKeepAlive), thousands(r.Locks),
 			thousands(r.Goroutines), r.HeapPerLok, thousands(int(r.Calls)), thousands(int(r.Commands)), thousands(int(r.Trips)),
 			thousands(int(r.Refreshes)), r.CPUPer, 100*r.CPUShare, r.Lost)
 	}
@@ -263,9 +284,16 @@ func writeSessions(b *strings.Builder, rows []sessRow, window time.Duration) {
 			continue
 		}
 		for _, k := range rows {
-			if k.Mode == sessKeepAlive && k.Locks == s.Locks && k.Note == "" && k.CPUPer > 0 {
+			if k.Locks != s.Locks || k.Note != "" || k.CPUPer == 0 {
+				continue
+			}
+			switch k.Mode {
+			case sessKeepAlive:
 				p("- %s locks: Redis CPU per lease refresh, session ÷ KeepAlive = %.2f; round trips %.4f×; heap %.2f×.\n",
 					thousands(s.Locks), s.CPUPer/k.CPUPer, s.Trips/k.Trips, s.HeapPerLok/k.HeapPerLok)
+			case sessUnmerged:
+				p("- %s locks: Redis CPU per lease refresh, refresh_many.lua ÷ a refresh.lua call per lock = %.2f.\n",
+					thousands(s.Locks), s.CPUPer/k.CPUPer)
 			}
 		}
 	}

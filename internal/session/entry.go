@@ -30,7 +30,7 @@ type Entry struct {
 
 	// The loop's own (the adder's until the loop takes it).
 	where      where
-	failures   uint16
+	failures   uint8 // in a row; Backoff's ceiling comes after a few
 	due, dead  slot
 	node       *node
 	dueAt      int64 // when its next refresh is due

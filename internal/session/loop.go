@@ -306,7 +306,7 @@ func (s *Session) settle(b *batch, ready *[]*node) bool {
 		case s.ctx.Err() != nil:
 			return true // closing
 		case s.cfg.Transient != nil && s.cfg.Transient(o.Err):
-			e.failures = min(e.failures+1, 1<<15) // Backoff's ceiling comes long before
+			e.failures = max(e.failures, e.failures+1) // stays at 255
 			s.failing[e] = o.Err
 			e.where = waiting
 			e.dueAt = s.now() + int64(s.cfg.Backoff(int(e.failures)))
