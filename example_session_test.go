@@ -69,13 +69,14 @@ func ExampleSession_Add() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
 	locker := redislock.New(rdb)
-	sess, err := locker.Session(time.Second, nil)
+	const ttl = time.Second
+	sess, err := locker.Session(ttl, nil)
 	if err != nil {
 		log.Fatalln(err)
 	}
 	defer sess.Close()
 
-	permit, err := locker.Semaphore("example:session:pool", 4).Acquire(ctx, sess.TTL(), nil)
+	permit, err := locker.Semaphore("example:session:pool", 4).Acquire(ctx, ttl, nil)
 	if err != nil {
 		log.Fatalln(err)
 	}

@@ -262,19 +262,22 @@ func (h *handle) keepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive
 	if err != nil {
 		return nil, err
 	}
-	refresh := func(ctx context.Context) error {
+	refresh := func(ctx context.Context) (err error) {
+		ctx, done := h.obs.refreshing(ctx, ttl)
 		ok, err := h.be.run(ctx, h, h.kind.refreshCall(h, ms))
 		switch {
 		case err != nil:
-			return err
 		case ok == -1:
-			return lease.ErrTaken // only the hooks tell it from a key gone
+			err = lease.ErrTaken // only the hooks tell it from a key gone
 		case ok != 1:
-			return lease.ErrNotHeld
+			err = lease.ErrNotHeld
 		}
-		return nil
+		if done != nil {
+			done(err)
+		}
+		return err
 	}
-	return keepLease(&h.lease, time.Duration(ms)*time.Millisecond, opt, h.obs.hookedRefresh(ttl, refresh), h.obs.ended())
+	return keepLease(&h.lease, time.Duration(ms)*time.Millisecond, opt, refresh, h.obs.ended())
 }
 
 // unexpectedReply is the error of a reply that a script never gives.

@@ -98,11 +98,9 @@ type keeper interface {
 	Stop()
 }
 
-// keepLease starts a keep-alive of ls that refreshes to ttl (whole
-// milliseconds) with refresh (nil, [lease.ErrNotHeld] or the Redis
-// error), as opt says, calling ended, if not nil, once it has ended (the
-// hooks' Lost). It returns the errors of [Lock.KeepAlive] but for
-// ErrInvalidTTL and ErrNilClient, which the caller checks.
+// keepLease starts a keep-alive of ls to ttl (whole milliseconds) as opt
+// says, with refresh (nil, [lease.ErrNotHeld] or the Redis error), calling
+// ended, if not nil, once it has ended (the hooks' Lost).
 func keepLease(ls *lease.Lease, ttl time.Duration, opt *KeepAliveOptions, refresh func(ctx context.Context) error, ended func(lease.End, error)) (*KeepAlive, error) {
 	cfg := opt.config(ttl)
 	cfg.After = ended

@@ -169,20 +169,6 @@ func (o *observation) refreshed(ctx context.Context, start time.Time, ttl time.D
 	o.each(func(h Hook) { h.RefreshDone(ctx, e) })
 }
 
-// hookedRefresh returns refresh, one refresh of a keep-alive to ttl,
-// reporting to the hooks when there are some.
-func (o *observation) hookedRefresh(ttl time.Duration, refresh func(context.Context) error) func(context.Context) error {
-	if o == nil {
-		return refresh
-	}
-	return func(ctx context.Context) error {
-		ctx, done := o.refreshing(ctx, ttl)
-		err := refresh(ctx)
-		done(err)
-		return err
-	}
-}
-
 // refreshing reports the start of a keep-alive's refresh to ttl; it
 // returns its context and what reports its end (nil without hooks).
 func (o *observation) refreshing(ctx context.Context, ttl time.Duration) (context.Context, func(error)) {

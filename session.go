@@ -10,10 +10,9 @@ import (
 )
 
 // Session keeps many leases alive from one goroutine (plus one per Redis
-// node it sends to), each refreshed to the session's TTL with the timing
-// of [Lock.KeepAlive], those due at about the same time in one round trip
-// per node (docs/sessions.md). Each lease has its own [KeepAlive], which
-// ends as a keep-alive's does; its Release takes it out at once. A lease
+// node), each refreshed to the session's TTL as [Lock.KeepAlive] would,
+// those due about together in one round trip per node (docs/sessions.md).
+// Each has its own [KeepAlive]; its Release takes it out at once. A lease
 // whose validity runs out without a successful refresh (Redis not reached
 // in time) ends the session: Done is closed and every lease in it ends at
 // once, matching [ErrLockLost], before the earliest of their keys can
@@ -55,9 +54,6 @@ func (c *Client) Session(ttl time.Duration, opt *SessionOptions) (*Session, erro
 	return &Session{c: c, e: e}, nil
 }
 
-// TTL returns the TTL of the session's refreshes and obtains.
-func (s *Session) TTL() time.Duration { return s.e.TTL() }
-
 // Obtain is [Session.ObtainMulti] of one key.
 func (s *Session) Obtain(ctx context.Context, key string, opt *Options) (*Lock, *KeepAlive, error) {
 	return s.ObtainMulti(ctx, []string{key}, opt)
@@ -67,45 +63,42 @@ func (s *Session) Obtain(ctx context.Context, key string, opt *Options) (*Lock, 
 // kept alive by the session, or released again when [Session.Add] fails
 // (its error is returned then).
 func (s *Session) ObtainMulti(ctx context.Context, keys []string, opt *Options) (*Lock, *KeepAlive, error) {
-	l, err := s.c.ObtainMulti(ctx, keys, s.TTL(), opt)
-	if err != nil {
-		return nil, nil, err
-	}
-	k, err := s.Add(l)
-	if err != nil {
+	l, err := s.c.ObtainMulti(ctx, keys, s.e.TTL(), opt)
+	if err == nil {
+		var k *KeepAlive
+		if k, err = s.Add(l); err == nil {
+			return l, k, nil
+		}
 		_ = l.Release(ctx)
-		return nil, nil, err
 	}
-	return l, k, nil
+	return nil, nil, err
 }
 
 // Campaign is [Election.Campaign] for the session's TTL, the leadership
 // kept alive by the session instead of a keep-alive of its own.
 func (s *Session) Campaign(ctx context.Context, e *Election, value string) (*Leadership, error) {
-	return e.campaign(ctx, value, s.TTL(), func(h *handle) (*KeepAlive, error) { return s.Add((*Lock)(h)) })
+	return e.campaign(ctx, value, s.e.TTL(), func(h *handle) (*KeepAlive, error) { return s.Add((*Lock)(h)) })
 }
 
 // Add puts x, a *[Lock], *[Permit], *[ReadLock] or *[WriteLock] of the
-// session's Client (take a permit or a hold for [Session.TTL], then Add
-// it), under the session, which keeps it alive as [Lock.KeepAlive] would
-// with the session's TTL and options. It sends nothing. Errors, nothing
-// kept: those of [Lock.KeepAlive] ([ErrKeepAliveRunning] also for a
-// *[Leadership]); [ErrUnsupportedClient] for a lease of another Client or
-// a [Quorum]; Err once the session ended.
+// session's Client (take a permit or a hold for the session's TTL, then
+// Add it), under the session, which keeps it alive as [Lock.KeepAlive]
+// would with the session's TTL and options. It sends nothing. Errors,
+// nothing kept: those of [Lock.KeepAlive]; [ErrLockNotHeld] also for a
+// *[Leadership] (use [Session.Campaign]); [ErrUnsupportedClient] for a
+// lease of another Client or a [Quorum]; Err once the session ended.
 func (s *Session) Add(x Handle) (*KeepAlive, error) {
 	var h *handle
 	if l, ok := x.(interface{ held() *handle }); ok {
 		h = l.held()
 	}
-	switch _, lead := x.(*Leadership); {
-	case lead:
-		return nil, ErrKeepAliveRunning
+	switch {
 	case h == nil:
 		return nil, ErrLockNotHeld
 	case h.be != backend(&s.c.one):
 		return nil, fmt.Errorf("%w: a session keeps the leases of its own Client", ErrUnsupportedClient)
 	}
-	k, err := s.e.Add(&h.lease, (*member)(h), h.keys[0])
+	k, err := s.e.Add(&h.lease, h, h.keys[0])
 	if err != nil {
 		return nil, keepErr(err)
 	}
@@ -121,16 +114,14 @@ func (s *Session) Done() <-chan struct{} { return s.e.Done() }
 func (s *Session) Err() error { return s.e.Err() }
 
 // Close stops the session: each lease in it ends as by [KeepAlive.Stop],
-// and Done is closed. It waits for the session's goroutines; one waiting
-// for a server that does not answer returns at the client's timeouts (see
-// [KeepAlive.Stop]). Later calls do nothing.
+// then Done is closed. It waits for the session's goroutines, which a
+// server that does not answer can hold up to the client's timeouts.
 func (s *Session) Close() { s.e.Close() }
 
 // Release closes the session, then releases, each as its Release would,
 // the leases it kept that were neither released nor found lost, in one
-// round trip per node. It returns the first error (wrapped, with how many
-// failed) or nil; with ctx ended it runs as [Lock.Release] does. After
-// Close, or a first Release, it releases nothing.
+// round trip per node, and returns the first error (wrapped, with how many
+// failed). With ctx ended it runs as [Lock.Release] does.
 func (s *Session) Release(ctx context.Context) error {
 	if ctx == nil {
 		return ErrNilContext
@@ -138,22 +129,15 @@ func (s *Session) Release(ctx context.Context) error {
 	return s.e.Release(ctx, releaseTimeout)
 }
 
-// member is a handle as a session keeps it (internal/session's Member).
-type member handle
-
-func (m *member) Refresh(ms int64) session.Call {
-	return sessionCall(m.kind.refreshCall((*handle)(m), ms))
+// RefreshCall, Ended and ReleaseCall make a handle a session's Member.
+func (h *handle) RefreshCall(ctx context.Context, ms int64) (session.Call, func(error)) {
+	_, done := h.obs.refreshing(ctx, time.Duration(ms)*time.Millisecond)
+	return sessionCall(h.kind.refreshCall(h, ms)), done
 }
 
-func (m *member) Refreshing(ctx context.Context, ttl time.Duration) func(error) {
-	_, done := m.obs.refreshing(ctx, ttl)
-	return done
-}
+func (h *handle) Ended() func(lease.End, error) { return h.obs.ended() }
 
-func (m *member) Ended() func(lease.End, error) { return m.obs.ended() }
-
-func (m *member) Release(ctx context.Context) (session.Call, bool, func(session.Reply) error) {
-	h := (*handle)(m)
+func (h *handle) ReleaseCall(ctx context.Context) (session.Call, bool, func(session.Reply) error) {
 	h.lease.Released()
 	ctx, start := h.obs.releaseStart(ctx)
 	c, ok := h.releasing()

@@ -108,7 +108,7 @@ func TestSessionKeepsEveryKind(t *testing.T) {
 		}
 		all = append(all, kept{"multi", multi.TTL, ka})
 		sem := c.Semaphore(key("sem"), 2)
-		permit, err := sem.Acquire(ctx, sess.TTL(), nil)
+		permit, err := sem.Acquire(ctx, sessionTTL, nil)
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
 		}
@@ -116,7 +116,7 @@ func TestSessionKeepsEveryKind(t *testing.T) {
 			t.Fatalf("Add permit: %v", err)
 		}
 		all = append(all, kept{"permit", permit.TTL, ka})
-		read, err := c.RWMutex(key("rw")).RLock(ctx, sess.TTL(), nil)
+		read, err := c.RWMutex(key("rw")).RLock(ctx, sessionTTL, nil)
 		if err != nil {
 			t.Fatalf("RLock: %v", err)
 		}
@@ -124,7 +124,7 @@ func TestSessionKeepsEveryKind(t *testing.T) {
 			t.Fatalf("Add read hold: %v", err)
 		}
 		all = append(all, kept{"read", read.TTL, ka})
-		write, err := c.RWMutex(key("rw2")).Lock(ctx, sess.TTL(), nil)
+		write, err := c.RWMutex(key("rw2")).Lock(ctx, sessionTTL, nil)
 		if err != nil {
 			t.Fatalf("Lock: %v", err)
 		}
@@ -451,7 +451,7 @@ func TestSessionLeavesNoGoroutine(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			permit, err := c.Semaphore(redistest.Key(t, "sem"), 1).Acquire(ctx, sess.TTL(), nil)
+			permit, err := c.Semaphore(redistest.Key(t, "sem"), 1).Acquire(ctx, sessionTTL, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -552,8 +552,8 @@ func TestSessionBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lead.Resign(ctx) }()
-	if _, err := sess.Add(lead); !errors.Is(err, redislock.ErrKeepAliveRunning) {
-		t.Errorf("Add of a Leadership = %v, want ErrKeepAliveRunning", err)
+	if _, err := sess.Add(lead); !errors.Is(err, redislock.ErrLockNotHeld) {
+		t.Errorf("Add of a Leadership = %v, want ErrLockNotHeld", err)
 	}
 	sess.Close()
 	if _, _, err := sess.Obtain(ctx, redistest.Key(t, "late"), nil); !errors.Is(err, redislock.ErrKeepAliveStopped) {

@@ -434,8 +434,9 @@ func (s *Session) exchange(b *batch) {
 			b.out[i].skipped = true
 			continue
 		}
-		calls = append(calls, e.m.Refresh(s.ms))
-		if f := e.m.Refreshing(s.ctx, s.cfg.TTL); f != nil {
+		c, f := e.m.RefreshCall(s.ctx, s.ms)
+		calls = append(calls, c)
+		if f != nil {
 			if told == nil {
 				told = make([]func(error), len(b.entries))
 			}

@@ -162,15 +162,12 @@ type member struct {
 	done  []error // the refresh outcomes its hook saw
 }
 
-func (m *member) Refresh(ms int64) Call {
-	return Call{Keys: []string{m.key}, Args: []any{"token", ms}}
-}
-
-func (m *member) Refreshing(context.Context, time.Duration) func(error) {
+func (m *member) RefreshCall(_ context.Context, ms int64) (Call, func(error)) {
+	c := Call{Keys: []string{m.key}, Args: []any{"token", ms}}
 	if !m.hooks {
-		return nil
+		return c, nil
 	}
-	return func(err error) {
+	return c, func(err error) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		m.done = append(m.done, err)
@@ -185,8 +182,8 @@ func (m *member) Ended() func(lease.End, error) {
 	}
 }
 
-func (m *member) Release(context.Context) (Call, bool, func(Reply) error) {
-	return m.Refresh(0), true, func(r Reply) error {
+func (m *member) ReleaseCall(context.Context) (Call, bool, func(Reply) error) {
+	return Call{Keys: []string{m.key}}, true, func(r Reply) error {
 		if r.N != 1 {
 			return fmt.Errorf("reply %d", r.N)
 		}

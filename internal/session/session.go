@@ -26,24 +26,22 @@ type Reply struct {
 
 // A Member is a lease in a session, as its holder describes it.
 type Member interface {
-	// Refresh returns the call that extends the lease to ms milliseconds,
+	// RefreshCall returns the call that extends the lease to ms milliseconds,
 	// whose replies are refresh.lua's: 1 extended, 0 gone, -1 held by
-	// another (nothing changed unless 1).
-	Refresh(ms int64) Call
-	// Refreshing is called before each refresh of the lease to ttl is
-	// sent; it returns what to call with its outcome (nil on success, an
-	// error matching [lease.ErrNotHeld] when it found the lease gone or
-	// taken), or nil when nobody wants to know.
-	Refreshing(ctx context.Context, ttl time.Duration) func(error)
+	// another (nothing changed unless 1). It is called just before the
+	// call is sent; done, unless nil, is called with its outcome: nil on
+	// success, an error matching [lease.ErrNotHeld] when it found the
+	// lease gone or taken, the error otherwise.
+	RefreshCall(ctx context.Context, ms int64) (c Call, done func(error))
 	// Ended returns what to call once the lease's keeping has ended,
 	// after its Done was closed, with how and with its Err
 	// ([lease.Config.After]); nil: nothing.
 	Ended() func(e lease.End, err error)
-	// Release stops the lease's keeping and returns the call that
+	// ReleaseCall stops the lease's keeping and returns the call that
 	// releases it, and what reads that call's reply and returns the
 	// error of the release (send false: nothing to send, settle is called
 	// with a zero Reply).
-	Release(ctx context.Context) (c Call, send bool, settle func(Reply) error)
+	ReleaseCall(ctx context.Context) (c Call, send bool, settle func(Reply) error)
 }
 
 // Config is a session's settings.
@@ -275,7 +273,7 @@ func (s *Session) Close() []Member {
 }
 
 // Release closes the session and releases the members that Close returns
-// ([Member.Release]), in one pipeline through the client (a Cluster
+// ([Member.ReleaseCall]), in one pipeline through the client (a Cluster
 // client sends one to each node); when ctx has ended, under a context of
 // its own without ctx's cancellation, ending after timeout. It returns nil
 // when every release returned nil, else the first error, wrapped with how
@@ -292,7 +290,7 @@ func (s *Session) Release(ctx context.Context, timeout time.Duration) error {
 	sent := make([]bool, len(members))
 	for i, m := range members {
 		var c Call
-		c, sent[i], settle[i] = m.Release(ctx)
+		c, sent[i], settle[i] = m.ReleaseCall(ctx)
 		if sent[i] {
 			calls = append(calls, c)
 		}
