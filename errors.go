@@ -87,8 +87,9 @@ var (
 	// ErrUnsupportedClient is returned, before anything is sent to Redis,
 	// when an option needs a kind of [RedisClient] that the call was not
 	// given: [Options.MinReplicas] with a client other than a *redis.Client
-	// (single node or Sentinel failover client) or a *redis.ClusterClient.
-	// The message names the client's type.
+	// (single node or Sentinel failover client) or a *redis.ClusterClient
+	// (the message names the client's type); by [Session.Add] for a lease
+	// of another Client, or of a [Quorum].
 	ErrUnsupportedClient = errors.New("redislock: option not supported by this redis client")
 
 	// ErrUnexpectedReply is returned when Redis answered one of this

@@ -70,7 +70,10 @@ func (s *Session) run() {
 		if !s.intake(true) || !s.expire() {
 			return
 		}
-		ready = s.collect(ready)
+		var ok bool
+		if ready, ok = s.collect(ready); !ok {
+			return
+		}
 		ready = s.dispatch(ready)
 		s.callAfters()
 	}
@@ -192,13 +195,18 @@ func (s *Session) expire() bool {
 }
 
 // collect moves the leases due now, and those due within the window, to
-// their nodes' pending lists, and returns the nodes that have some.
-func (s *Session) collect(ready []*node) []*node {
+// their nodes' pending lists, and returns the nodes that have some. ok is
+// false when the session was lost meanwhile (it looks at the deadlines
+// between chunks).
+func (s *Session) collect(ready []*node) (_ []*node, ok bool) {
 	if s.due.len() == 0 || s.due.top().dueAt > s.now() {
-		return ready
+		return ready, true
 	}
 	limit := s.now() + int64(s.window)
-	for s.due.len() > 0 && s.due.top().dueAt <= limit {
+	for i := 0; s.due.len() > 0 && s.due.top().dueAt <= limit; i++ {
+		if i%chunk == chunk-1 && !s.expire() {
+			return ready, false
+		}
 		e := s.due.pop()
 		e.where = pending
 		n := e.node
@@ -208,7 +216,7 @@ func (s *Session) collect(ready []*node) []*node {
 			ready = append(ready, n)
 		}
 	}
-	return ready
+	return ready, true
 }
 
 // dispatch hands a batch to every node of ready that is not busy, and
