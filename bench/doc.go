@@ -16,7 +16,13 @@
 //     the floor there is a fair handover with no lock around it (a list
 //     holding one token: BLPOP takes it, RPUSH hands it on), the least a
 //     handover to the client blocked longest costs;
-//  5. 10,000 locks held at once: Redis memory per lock.
+//  5. 10,000 locks held at once: Redis memory per lock;
+//  6. the semaphore; 7. the read-write lock; 8. native commands beside
+//     scripts (on Valkey 9);
+//  9. 1,000, 10,000 and 100,000 locks held at once, each kept alive by a
+//     KeepAlive of its own or all by one Session: goroutines, Go heap per
+//     lock, round trips, Redis CPU per lease refresh, leases lost
+//     (docs/sessions.md).
 //
 // In workloads 1–3 the libraries take turns, in a new random order each
 // cycle (one operation per turn with one goroutine, 20 ms of all goroutines
@@ -30,8 +36,8 @@
 //
 //	go run . -out results
 //
-// It takes about two and a half minutes on two cores; go run . -h lists
-// the durations that can be changed.
+// It takes about three and a half minutes on two cores (workload 9 about
+// 45 s of it); go run . -h lists the durations that can be changed.
 //
 // With -contention it prints one table instead (make bench-contention,
 // about a minute): this library's hot key per retry strategy (-contention
