@@ -46,10 +46,15 @@ type quorumRow struct {
 	// operation's round trips one after another.
 	Rounds float64
 	// Commands is the commands of all masters together per operation.
-	Commands  float64
-	IsFloor   bool
-	IsRedsync bool
-	IsFenced  bool
+	Commands float64
+	// ServerCPU is the CPU time of all masters together per operation
+	// (INFO cpu around the counted operations), and CommandTime the time
+	// INFO commandstats counts in the commands clients sent (scripts
+	// whole, SET, PING), both per operation.
+	ServerCPU, CommandTime time.Duration
+	IsFloor                bool
+	IsRedsync              bool
+	IsFenced               bool
 }
 
 // quorumLib is one way of taking a lock on a quorum.
@@ -177,6 +182,11 @@ func waitUp(ctx context.Context, addrs []string) error {
 func (s *quorumSuite) run(ctx context.Context) ([]quorumRow, error) {
 	libs := quorumLibs()
 	var rows []quorumRow
+	admins := make([]*redis.Client, len(s.addrs))
+	for i, a := range s.addrs {
+		admins[i] = newGoRedis(a, nil)
+		defer admins[i].Close()
+	}
 	for _, n := range quorumSizes {
 		addrs := s.addrs[:n]
 		ops := make([]op, len(libs))
@@ -204,15 +214,26 @@ func (s *quorumSuite) run(ctx context.Context) ([]quorumRow, error) {
 			for j, c := range counters {
 				before[j] = c.Count()
 			}
+			stats, err := readAllStats(ctx, admins[:n])
+			if err != nil {
+				return nil, err
+			}
 			for range countedOps {
 				if err := f(ctx); err != nil {
 					return nil, fmt.Errorf("%s on %d masters: %w", lib.name, n, err)
 				}
 			}
+			after, err := readAllStats(ctx, admins[:n])
+			if err != nil {
+				return nil, err
+			}
 			var most, all int64
 			for j, c := range counters {
 				d := c.Count() - before[j]
 				most, all = max(most, d), all+d
+				cost := costBetween(stats[j], after[j], countedOps, clientCommands...)
+				block[i].ServerCPU += cost.CPU
+				block[i].CommandTime += cost.CommandTime
 			}
 			block[i].Rounds, block[i].Commands = float64(most)/countedOps, float64(all)/countedOps
 
@@ -239,11 +260,23 @@ func (s *quorumSuite) run(ctx context.Context) ([]quorumRow, error) {
 		for i := range block {
 			block[i].NsPerOp = times[i]
 			r := block[i]
-			s.log("  %d masters, %s: %.0f ns/op, %.1f allocs/op, %.2f round trips, %.1f commands", n, r.Name, r.NsPerOp, r.AllocsPerOp, r.Rounds, r.Commands)
+			s.log("  %d masters, %s: %.0f ns/op, %.1f allocs/op, %.2f round trips, %.1f commands, Redis CPU %s µs, command time %s µs", n, r.Name, r.NsPerOp, r.AllocsPerOp, r.Rounds, r.Commands, us(r.ServerCPU), us(r.CommandTime))
 		}
 		rows = append(rows, block...)
 	}
 	return rows, nil
+}
+
+// readAllStats reads INFO commandstats and cpu of every admin's server.
+func readAllStats(ctx context.Context, admins []*redis.Client) ([]serverStats, error) {
+	out := make([]serverStats, len(admins))
+	for i, a := range admins {
+		var err error
+		if out[i], err = readStats(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // quorumTarget is one of issue 35's targets, evaluated on one N.
@@ -294,14 +327,17 @@ func writeQuorum(w io.Writer, rows []quorumRow, total time.Duration) {
 	p("One goroutine obtains and releases one lock on N independent redis-servers (no replication, persistence\n")
 	p("off, all on this machine's loopback), the libraries taking turns as in section 1, %v for each N. Round\n", total)
 	p("trips: the most commands one master received per operation; each round goes to every master at once, so\n")
-	p("these are the operation's round trips one after another. Commands: all masters together. redsync:\n")
+	p("these are the operation's round trips one after another. Commands, Redis CPU (INFO cpu) and command time\n")
+	p("(INFO commandstats: the scripts, SET and PING the clients sent): all masters together, over %d operations\n", countedOps)
+	p("of one library at a time. On this machine the masters share the cores with the client: their CPU is wall\n")
+	p("time. redsync:\n")
 	p("`redsync.New` with one goredis/v9 pool per master, a Mutex per acquisition, `TryLockContext` and\n")
 	p("`UnlockContext`, its defaults (8 s expiry). This library: `NewQuorum` (MaxTTL %v), `Obtain` with a TTL of\n", quorumMaxTTL)
 	p("%v, `Release`; fenced: `Options.FenceKey`, one fence key for every acquisition (the uncontended case: each\n", quorumMaxTTL)
 	p("proposal is above the last token, so a majority confirms it in the first round). The floor is no lock: a\n")
 	p("PING to every master at once, twice, the least any protocol of two rounds costs here.\n\n")
-	p("| masters | library | ns/op | ops/s | allocs/op | B/op | round trips | commands | time ÷ redsync | time ÷ floor |\n")
-	p("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("| masters | library | ns/op | ops/s | allocs/op | B/op | round trips | commands | Redis CPU/op | command time/op | time ÷ redsync | time ÷ floor |\n")
+	p("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, n := range quorumSizes {
 		var rs, fl float64
 		for _, r := range rows {
@@ -316,8 +352,8 @@ func writeQuorum(w io.Writer, rows []quorumRow, total time.Duration) {
 			if r.N != n {
 				continue
 			}
-			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", n, label(r.Name, !r.IsFloor && !r.IsRedsync), ns(r.NsPerOp), ops(1e9/max(r.NsPerOp, 1)),
-				count(r.AllocsPerOp), count(r.BytesPerOp), trips(r.Rounds), trips(r.Commands), ratio(r.NsPerOp, rs), ratio(r.NsPerOp, fl))
+			p("| %d | %s | %s | %s | %s | %s | %s | %s | %sµs | %sµs | %s | %s |\n", n, label(r.Name, !r.IsFloor && !r.IsRedsync), ns(r.NsPerOp), ops(1e9/max(r.NsPerOp, 1)),
+				count(r.AllocsPerOp), count(r.BytesPerOp), trips(r.Rounds), trips(r.Commands), us(r.ServerCPU), us(r.CommandTime), ratio(r.NsPerOp, rs), ratio(r.NsPerOp, fl))
 		}
 	}
 	p("\n| target (issue 35) | met | figures |\n|---|---|---|\n")
