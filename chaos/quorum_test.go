@@ -285,9 +285,9 @@ func quorumPartitions(e *env) {
 	}
 }
 
-// killMasters returns the schedule that SIGKILLs a random minority of the
-// masters (1 or 2 of 5), keeps them down for two TTLs and restarts them,
-// three times a run; majority kills a majority (3) instead. Masters
+// killMasters returns the schedule that, every quarter of a run, SIGKILLs
+// a random minority of the masters (1 or 2 of 5), keeps them down for two
+// TTLs and restarts them; majority kills a majority (3) instead. Masters
 // without persistence come back empty and recover for MaxTTL.
 func killMasters(majority bool) func(e *env) {
 	return func(e *env) {
