@@ -18,6 +18,15 @@
 //     handover to the client blocked longest costs;
 //  5. 10,000 locks held at once: Redis memory per lock.
 //
+// and, after workloads 6–8 (semaphore, read-write lock, native commands):
+//
+//  9. Obtain+Release on 3 and 5 independent redis-servers of their own
+//     (issue 35): this module's Quorum, unfenced and with a FenceKey,
+//     beside redsync's Redlock (redsync.New with one goredis/v9 pool per
+//     server) and a floor of two rounds of PING to every server, in turns:
+//     time, allocations, round trips and commands per operation, and the
+//     issue's targets (go run . -quorum-only runs it alone).
+//
 // In workloads 1–3 the libraries take turns, in a new random order each
 // cycle (one operation per turn with one goroutine, 20 ms of all goroutines
 // with 32), so that every library meets the same machine; their
@@ -30,7 +39,7 @@
 //
 //	go run . -out results
 //
-// It takes about two and a half minutes on two cores; go run . -h lists
+// It takes about two and three-quarter minutes on two cores; go run . -h lists
 // the durations that can be changed.
 //
 // With -contention it prints one table instead (make bench-contention,

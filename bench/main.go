@@ -43,6 +43,8 @@ func main() {
 	flag.StringVar(&p.addr, "addr", "", "address of a Redis server to use instead of starting one; its INFO commandstats must see no other traffic")
 	flag.StringVar(&p.nativeAddr, "native-addr", "", "address of a Valkey 9 (or Redis 8.4) server for workload 8 instead of starting Valkey 9.1; nothing else may use it")
 	flag.IntVar(&p.nativeOps, "native-ops", 5000, "obtains, refreshes and releases of workload 8, each way")
+	flag.DurationVar(&p.quorum, "quorum", 5*time.Second, "turns of workload 9 (Quorum beside redsync's Redlock) for each number of masters")
+	flag.BoolVar(&p.quorumOnly, "quorum-only", false, "run workload 9 only and print its section")
 	flag.Parse()
 	if err := flag.Set("test.benchtime", p.benchtime.String()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -75,6 +77,9 @@ type program struct {
 	nativeAddr   string
 	nativeOps    int
 	nativeServer string // set by runNative
+
+	quorum     time.Duration // workload 9, for each number of masters
+	quorumOnly bool
 }
 
 // Run runs the workloads and writes the report; it returns the exit code.
@@ -132,6 +137,23 @@ func (p *program) run(ctx context.Context) error {
 		return nil
 	}
 
+	// Workload 9's masters start now: without persistence, a master
+	// takes no lock of a quorum until it has been up for its MaxTTL.
+	quorumAddrs, err := redistest.SharedQuorumAddrs(redistest.Redis, quorumSizes[len(quorumSizes)-1])
+	if err != nil {
+		return err
+	}
+	if p.quorumOnly {
+		rows, err := p.runQuorum(ctx, quorumAddrs)
+		if err != nil {
+			return err
+		}
+		var md strings.Builder
+		writeQuorum(&md, rows, p.quorum)
+		fmt.Print(md.String())
+		return nil
+	}
+
 	logf("workloads 1–3: %v each (%d goroutines: %v in turns of %v)", p.micro, parallelGoroutines, p.microParallel, p.slice)
 	micro, err := (&microSuite{addr: addr, libs: libs, slice: p.slice, total: p.micro, totalParallel: p.microParallel, log: logf}).run(ctx)
 	if err != nil {
@@ -161,10 +183,14 @@ func (p *program) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	quorum, err := p.runQuorum(ctx, quorumAddrs)
+	if err != nil {
+		return err
+	}
 	env.Elapsed = time.Since(start)
 
 	rep := &report{Env: env, Libraries: libs, Micro: micro, Hot: hot, Memory: mem, HotDuration: p.hotDuration, HotRounds: p.hotRounds, MicroTime: p.micro, MicroParallel: p.microParallel, Slice: p.slice,
-		Native: native, NativeServer: p.nativeServer, NativeOps: p.nativeOps}
+		Native: native, NativeServer: p.nativeServer, NativeOps: p.nativeOps, Quorum: quorum, QuorumTime: p.quorum}
 	var md strings.Builder
 	rep.writeMarkdown(&md)
 	md.WriteString("\n## Semaphore (issue 16)\n\n" + semMD)
@@ -204,6 +230,15 @@ func (p *program) runNative(ctx context.Context) ([]nativeRow, error) {
 	p.nativeServer = serverName(hello)
 	logf("workload 8: native commands beside scripts on %s, %d operations each way", p.nativeServer, p.nativeOps)
 	return (&nativeSuite{addr: addr, ops: p.nativeOps, log: logf}).run(ctx)
+}
+
+// runQuorum runs workload 9 on the masters at addrs, once they take locks.
+func (p *program) runQuorum(ctx context.Context, addrs []string) ([]quorumRow, error) {
+	logf("workload 9: Quorum beside redsync on %v independent masters, %v each", quorumSizes, p.quorum)
+	if err := waitUp(ctx, addrs); err != nil {
+		return nil, err
+	}
+	return (&quorumSuite{addrs: addrs, total: p.quorum, log: logf}).run(ctx)
 }
 
 // serverName returns "Valkey 9.1.2" from a HELLO reply.

@@ -7,7 +7,10 @@
 // an in-process toxiproxy (latency, stalls, replies lost after the command
 // ran, resets, partitions) and through server restarts, Sentinel and
 // Cluster failovers and client pauses, with workloads of locks,
-// semaphores, read-write locks and leader elections, polling and (on
+// semaphores, read-write locks and leader elections, and of locks on a
+// Quorum of five independent masters (latency and partitions of some
+// links, SIGKILL of a minority or a majority with and without
+// persistence, a majority emptied while it claims persistence), polling and (on
 // clients whose read timeout leaves room for a block) waiting with
 // WaitForRelease, then check each history. It is its own module, so that toxiproxy
 // and its dependencies never reach the library's go.mod.
