@@ -77,7 +77,7 @@ install:
 	install -D -m 644 cmd/redislock/completion/redislock.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/redislock
 	install -D -m 644 cmd/redislock/completion/_redislock $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_redislock
 
-## bench: this library beside bsm/redislock, redsync, rueidislock and raw go-redis, one redis-server, one run (about 3½ minutes); writes bench/results/results.md and chart.svg
+## bench: this library beside bsm/redislock, redsync, rueidislock and raw go-redis, one redis-server (and 5 independent ones for the quorum section), one run (about 3½ minutes); writes bench/results/results.md and chart.svg
 bench: deps
 	cd bench && $(GO) run . -out results -rev "$(VERSION)"
 

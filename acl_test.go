@@ -21,9 +21,9 @@ import (
 // the keys of the locks and their fence keys.
 var lockACL = []string{"~locks:*", "+evalsha", "+eval", "+get", "+set", "+del", "+pexpire", "+pttl", "+time"}
 
-// waitACL is lockACL plus what WaitForRelease uses: its scripts' queue
-// commands and the blocking BLMOVE.
-var waitACL = append(slices.Clone(lockACL), "+zadd", "+zrange", "+zrem", "+zremrangebyscore", "+rpush", "+lpop", "+blmove")
+// waitACL is lockACL plus what WaitForRelease uses: its scripts' line
+// commands and the blocking BLPOP.
+var waitACL = append(slices.Clone(lockACL), "+zadd", "+zrangebyscore", "+zscore", "+zrem", "+rpush", "+blpop")
 
 // setUser creates (or resets) an ACL user named and authenticated by name,
 // with rules.
@@ -179,7 +179,7 @@ func TestACLLeastPrivilege(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Obtain with WaitForRelease and the documented ACL %v: %v", waitACL, err)
 			}
-			before := commandCalls(t, admin, "blmove")
+			before := commandCalls(t, admin, "blpop")
 			got := make(chan error, 1)
 			go func() {
 				waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -190,7 +190,7 @@ func TestACLLeastPrivilege(t *testing.T) {
 				}
 				got <- err
 			}()
-			for commandCalls(t, admin, "blmove") == before {
+			for commandCalls(t, admin, "blpop") == before {
 				// The waiter has not blocked yet.
 			}
 			if err := holder.Release(ctx); err != nil {

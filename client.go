@@ -217,7 +217,7 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 		attempt: call{op: opObtain, script: obtainScript, keys: scriptKeys, args: args[:4:4], plain: plain, ms: ms},
 		held:    func(reply int64) (bool, error) { return reply != obtainHeld && reply >= 0, nil },
 		wait: handoff.Request{Keys: h.keys, Obtain: obtainScript, CallKeys: scriptKeys, CallArgs: args[:4:4],
-			PollArgs: args, Leave: leaveScript, Successors: true},
+			PollArgs: args, Leave: leaveScript},
 		handsOver: true,
 	}
 	_, waiting := planOf(a.strategy)

@@ -72,10 +72,10 @@
 // [NoRetry] (the default) tries once. [LinearBackoff],
 // [ExponentialBackoff] and [LimitRetry] poll, with [Jitter], [FullJitter]
 // or [DecorrelatedJitter] to spread the retries. [WaitForRelease] waits for
-// the release instead: a waiter blocks on Redis and the holder's Release
-// hands the lock to the waiter that has waited longest. Where the client or
-// server cannot block (a server without BLMOVE, before Redis 6.2), it polls
-// with its fallback strategy.
+// the release instead: waiters stand in line on Redis, each keeping its
+// place for as long as it waits, and the holder's Release hands the lock to
+// the one that arrived first. Where the client cannot block, it polls with
+// its fallback strategy.
 //
 // # Beyond the mutex
 //

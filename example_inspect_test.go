@@ -60,3 +60,43 @@ func ExampleClient_Inspect() {
 	// wrong token: true
 	// held after release: false
 }
+
+// A process that restarts while its job's lock is held takes the lock back
+// with the token it kept (in a file, a job record), refreshes it and
+// releases it when the job is done: Attach sends nothing, and every call
+// of the Lock it returns checks the token as the holder's own would.
+func ExampleClient_Attach() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locker := redislock.New(rdb)
+
+	// Before the restart: the lock, and its token saved with the job.
+	first, err := locker.Obtain(ctx, "example:attach", time.Minute, nil)
+	if err != nil {
+		log.Fatalln(err)
+	}
+	saved := first.Token()
+
+	// After the restart: the same lock, from the saved token.
+	lock, err := locker.Attach([]string{"example:attach"}, saved, 0)
+	if err != nil {
+		log.Fatalln(err)
+	}
+	if err := lock.Refresh(ctx, time.Minute, nil); err != nil {
+		log.Fatalln(err)
+	}
+	ttl, err := lock.TTL(ctx)
+	if err != nil {
+		log.Fatalln(err)
+	}
+	fmt.Println("held again:", ttl > 50*time.Second)
+	if err := lock.Release(ctx); err != nil {
+		log.Fatalln(err)
+	}
+	// The handle from before the restart no longer holds anything.
+	fmt.Println("old handle:", errors.Is(first.Release(ctx), redislock.ErrLockNotHeld))
+	// Output:
+	// held again: true
+	// old handle: true
+}

@@ -611,6 +611,7 @@ func TestHookRWMutex(t *testing.T) {
 		t.Fatalf("DEL: %v", err)
 	}
 	recv(t, ka.Done(), "b's keep-alive to end after the DEL")
+	ka.Stop() // Lost comes after Done is closed, on the goroutine Stop waits for
 	checkLines(t, "a", rec.of("a"), []string{
 		"obtain-start read [" + name + "] 1m0s",
 		"read attempt 1 obtained blocked=false handedOver=false err=nil",

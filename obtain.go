@@ -35,8 +35,8 @@ type acquisition struct {
 	held func(reply int64) (obtained bool, err error)
 
 	// wait is the primitive's part of a wait for WaitForRelease (Keys,
-	// Obtain, CallKeys, CallArgs, PollArgs, Leave, Shared, Successors,
-	// ID, Registered, Requeue); acquire fills in the rest. handsOver:
+	// Obtain, CallKeys, CallArgs, PollArgs, Leave, Shared, ID,
+	// Registered, Requeue); acquire fills in the rest. handsOver:
 	// the handle's release then hands its keys over (h.wait).
 	wait      handoff.Request
 	handsOver bool
@@ -140,7 +140,7 @@ func (c *Client) wait(ctx context.Context, a *acquisition, plan retry.Plan) erro
 		h.fence = out.Value
 		h.lease.Obtained(out.Sent, a.ttl)
 		if a.handsOver {
-			req.waited = waited{companions: out.Companions, hint: &c.requeue, again: err == nil && out.Alone}
+			req.waited = waited{companions: out.Companions, hint: &c.requeue, again: err == nil && out.Alone, ttl: a.ttl}
 			h.wait = &req.waited
 		}
 	}

@@ -98,14 +98,14 @@ func (permitKind) ttlCall(h *handle) call {
 func (permitKind) releaseCall(h *handle) call {
 	c := call{op: opRelease, script: semReleaseScript, keys: h.keys, args: []any{h.tokenArg}, needs: semNeeds, units: 1}
 	if h.wait != nil {
-		// The key's queue and wake-up list (the key was checked to have
+		// The key's line and liveness set (the key was checked to have
 		// them).
 		q := h.wait.companions
 		if q == nil {
 			q, _ = handoff.Companions(h.keys[:1])
 		}
 		c.keys = []string{h.keys[0], h.keys[1], q[1], q[2]}
-		c.args = append(c.args, handoff.ReservationArg)
+		c.args = append(c.args, argFenced) // "1": hand the slot over
 	}
 	return c
 }

@@ -81,7 +81,10 @@ func (q *Quorum) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 // not re-entrant: it is not obtained. [Options.MinReplicas] fails with
 // [ErrInvalidOption]. A master that does not answer delays each call until
 // the client's timeouts end it (ReadTimeout, or the context's deadline with
-// ContextTimeoutEnabled).
+// ContextTimeoutEnabled). A lock held by others on too many masters is
+// [ErrNotObtained] alone; when failed masters could have made the
+// difference, the error also wraps their errors (a *net.OpError, a
+// redis.Error), and the retry strategy retries the transient ones.
 func (q *Quorum) ObtainMulti(ctx context.Context, keys []string, ttl time.Duration, opt *Options) (*Lock, error) {
 	if q == nil {
 		return nil, ErrNilClient
@@ -124,8 +127,10 @@ func (q *quorumLease) run(ctx context.Context, h *handle, c call) (int64, error)
 		g, err := q.e.Obtain(ctx, quorum.Request{Keys: h.keys, Token: token, Metadata: h.metadata, TTL: time.Duration(c.ms) * time.Millisecond, FenceKey: fenceKey})
 		var f *quorum.Failure
 		switch {
-		case errors.As(err, &f) && len(f.Errs) == 0:
-			return obtainHeld, nil // held by others on too many masters
+		case errors.As(err, &f) && (len(f.Errs) == 0 || f.Counts.Taken+f.Counts.Failed < quorum.Majority(f.Counts.Nodes)):
+			// Held by others (or recovering) on too many masters, whatever
+			// the failed ones would have said: not obtained, no failure.
+			return obtainHeld, nil
 		case err != nil:
 			// Masters that failed: not obtained, and why (transient, for
 			// the retry loop, unless a master refused for good).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/redislock/redislock/internal/handoff"
 	"github.com/redislock/redislock/internal/script"
 )
 
@@ -153,7 +152,7 @@ func (w *WriteLock) Downgrade(ctx context.Context, ttl time.Duration) (*ReadLock
 	err = rw.c.replace(ctx, h, &acquisition{
 		h: r, ttl: ttl, strategy: NoRetry(), kind: KindRead, name: rw.name,
 		attempt: call{op: opObtain, script: rwDowngradeScript, keys: h.keys,
-			args: []any{h.tokenArg, ms, h.metadata, handoff.RegistrationArg}},
+			args: []any{h.tokenArg, ms, h.metadata}},
 		failed: func(_ context.Context, err error, _ bool) error {
 			if errors.Is(err, ErrNotObtained) {
 				return ErrLockNotHeld // the write lock was gone: nothing changed
@@ -201,5 +200,5 @@ func (k *writeKind) releaseCall(h *handle) call { return rwRelease(h, rwUnlockSc
 // rwRelease is a hold's release script (reply 1: released) on every key
 // of its RWMutex.
 func rwRelease(h *handle, s *script.Script) call {
-	return call{op: opRelease, script: s, keys: h.keys, args: []any{h.tokenArg, handoff.ReservationArg, handoff.RegistrationArg}, units: 1}
+	return call{op: opRelease, script: s, keys: h.keys, args: []any{h.tokenArg}, units: 1}
 }

@@ -31,8 +31,8 @@ import (
 type RWMutex struct {
 	c    *Client // nil: every call returns ErrNilClient
 	name string
-	// keys: W, R, H, Q, then the wait queues and wake-up lists of W and R
-	// (WQ, RQ, WW, RW, see lua/rwmutex_lib.lua).
+	// keys: W, R, H, Q, then the lines and liveness sets of W and R (WQ,
+	// RQ, WA, RA, see lua/rwmutex_lib.lua).
 	keys [8]string
 }
 
@@ -44,8 +44,8 @@ const (
 	rwWriters
 	rwWriterQueue
 	rwReaderQueue
-	rwWriterWake
-	rwReaderWake
+	rwWriterAlive
+	rwReaderAlive
 )
 
 // RWMutex returns the read-write lock called name. Its keys all share a
@@ -67,7 +67,7 @@ func (c *Client) RWMutex(name string) *RWMutex {
 	for i, role := range [...]string{"writer", "readers", "holds", "writers"} {
 		rw.keys[i] = prefix + role + suffix
 	}
-	// The wait queues and wake-up lists of W and R, as the handoff engine
+	// The lines and liveness sets of W and R, as the handoff engine
 	// names them: every key has a hash tag (but for the empty name, which
 	// no call accepts), so they exist.
 	if companions, ok := handoff.Companions(rw.keys[:rwHolds]); ok {
@@ -200,9 +200,12 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 		fenced = argFenced
 	}
 	strategy := opt.retryStrategy()
+	// A polling waiter registers for as long as a waiter of
+	// WaitForRelease does, renewed by each attempt: one that dies holds
+	// the other side back no longer.
 	var reg any = int64(0)
 	if !retry.IsNone(strategy) {
-		reg = ms
+		reg = handoff.RegistrationArg
 	}
 	h.argBuf = [8]any{h.tokenArg, h.metadata, ms, fenced, reg}
 	args := h.argBuf[:5]
@@ -262,5 +265,5 @@ func (rw *RWMutex) refusal(err error, token string) error {
 func (rw *RWMutex) withdraw(ctx context.Context, token string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	_ = rwWithdrawScript.Run(ctx, rw.c.client, rw.keys[:], token, handoff.ReservationArg, handoff.RegistrationArg).Err() // it expires anyway
+	_ = rwWithdrawScript.Run(ctx, rw.c.client, rw.keys[:], token).Err() // it expires anyway
 }

@@ -18,7 +18,7 @@ import (
 // rwKeys returns the keys of rw: W, R, H, Q, each the name followed by
 // ":redislock:rw:" and its role, or, for a name without a hash tag, built
 // on "{name}" and followed by ":untagged"; then the wait queues and
-// wake-up lists of W and R (WQ, RQ, WW, RW).
+// liveness sets of W and R (WQ, RQ, WA, RA).
 func rwKeys(rw *redislock.RWMutex) []string {
 	prefix, suffix := rw.Name()+":redislock:rw:", ""
 	if !strings.Contains(rw.Name(), "{") {
@@ -28,7 +28,7 @@ func rwKeys(rw *redislock.RWMutex) []string {
 	for _, role := range []string{"writer", "readers", "holds", "writers"} {
 		keys = append(keys, prefix+role+suffix)
 	}
-	return append(keys, waitQueue(keys[0]), waitQueue(keys[1]), wakeList(keys[0]), wakeList(keys[1]))
+	return append(keys, waitQueue(keys[0]), waitQueue(keys[1]), aliveSet(keys[0]), aliveSet(keys[1]))
 }
 
 // Indexes into rwKeys.
@@ -39,8 +39,8 @@ const (
 	rwQ
 	rwWQ
 	rwRQ
-	rwWW
-	rwRW
+	rwWA
+	rwRA
 )
 
 // checkRWExpiry fails t when a key of rw exists without an expiry.

@@ -236,19 +236,10 @@ func TestRWMutexWaitReadersEnterTogether(t *testing.T) {
 func TestRWMutexWaitWritersInOrder(t *testing.T) {
 	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
 		for _, shared := range []bool{false, true} {
-			// As in TestWaitForReleaseFirstComeFirstServed: a block that
-			// ended before the release (a slow machine) sends its writer
-			// behind the others, so the round is run again.
-			for round := 1; ; round++ {
-				order, reblocked := rwWritersInOrder(t, env, shared)
-				if reblocked && round < 5 {
-					t.Logf("shared client %t, round %d: a block ended before the release; again", shared, round)
-					continue
-				}
-				if want := []int{0, 1, 2, 3}; !slices.Equal(order, want) {
-					t.Errorf("shared client %t: writers obtained the lock in the order %v, want %v", shared, order, want)
-				}
-				break
+			// In the order they came, whether their blocks ended and began
+			// again meanwhile or not.
+			if order := rwWritersInOrder(t, env, shared); !slices.Equal(order, []int{0, 1, 2, 3}) {
+				t.Errorf("shared client %t: writers obtained the lock in the order %v, want [0 1 2 3]", shared, order)
 			}
 		}
 	})
@@ -256,9 +247,9 @@ func TestRWMutexWaitWritersInOrder(t *testing.T) {
 
 // rwWritersInOrder starts four writers, one after the other, behind a read
 // hold, releases it, and returns the order in which they obtained the
-// lock; reblocked reports a writer on a client of its own that blocked
-// more than once.
-func rwWritersInOrder(t *testing.T, env *waitEnv, shared bool) (order []int, reblocked bool) {
+// lock. Writers on clients of their own that blocked once each were woken
+// once, by the one before them (no herd).
+func rwWritersInOrder(t *testing.T, env *waitEnv, shared bool) (order []int) {
 	ctx := context.Background()
 	name := redistest.Key(t, fmt.Sprintf("rw-%t-%d", shared, clientSeq.Add(1)))
 	rw := redislock.New(env.admin).RWMutex(name)
@@ -313,22 +304,16 @@ func rwWritersInOrder(t *testing.T, env *waitEnv, shared bool) (order []int, reb
 		t.Fatalf("Release of the read hold: %v", err)
 	}
 	wg.Wait()
-	// A writer whose block ended before its turn (before the release, or
-	// before the writer ahead of it released) blocked again behind the
-	// others: the round says nothing.
-	for _, c := range counters {
-		reblocked = reblocked || c.sent() != 1
-	}
-	if !reblocked {
-		// No herd: each writer was woken once, by the one before it.
-		for i, c := range counters {
-			// Its failed attempt, the one after its block, its release.
-			if evals, _, timeouts, grants := c.counts(); grants != 1 || evals != 3+timeouts {
-				t.Errorf("writer %d sent %d scripts (%d blocks timed out) and obtained with %d grants; want 3 (+ timeouts) and 1", i, evals, timeouts, grants)
-			}
+	for i, c := range counters {
+		if c.sent() != 1 {
+			continue // its block ended before its turn (a loaded machine): it blocked again
+		}
+		// Its failed attempt, the one after its block, its release.
+		if evals, _, timeouts, grants := c.counts(); grants != 1 || evals != 3+timeouts {
+			t.Errorf("writer %d sent %d scripts (%d blocks timed out) and obtained with %d grants; want 3 (+ timeouts) and 1", i, evals, timeouts, grants)
 		}
 	}
-	return order, reblocked
+	return order
 }
 
 // Writer preference with WaitForRelease: 8 readers keep taking read holds
@@ -492,9 +477,9 @@ func rwCrashWaiter(t *testing.T, env *waitEnv, name string, write bool) {
 
 // A waiter that died costs the other side little: a dead writer holds new
 // readers back until a release hands it the lock, which then stays
-// reserved for one reservation (100 ms) with no taker; a dead reader,
+// reserved for its claim window (500 ms) with no taker; a dead reader,
 // admitted when the writer it waited behind leaves, holds the next writer
-// back until its registration lapses (3 s at most, forced here).
+// back for its claim window at most (forced here).
 func TestRWMutexWaitCrashedWaiter(t *testing.T) {
 	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
 		ctx := context.Background()
@@ -513,12 +498,13 @@ func TestRWMutexWaitCrashedWaiter(t *testing.T) {
 				t.Fatalf("Release: %v", err)
 			}
 			// Handed the lock: its registration is marked, and the writer
-			// key is reserved for 100 ms (which may be over already).
-			if z := env.admin.ZRangeWithScores(ctx, rwKeys(rw)[rwWQ], 0, -1).Val(); len(z) != 1 || z[0].Score >= 0 {
-				t.Errorf("writer queue after the last reader's release = %v, want the dead writer, marked", z)
+			// key is reserved for its claim window (which may be over
+			// already).
+			if z := env.admin.ZRangeWithScores(ctx, rwKeys(rw)[rwWA], 0, -1).Val(); len(z) != 1 || z[0].Score >= 0 {
+				t.Errorf("writers' liveness after the last reader's release = %v, want the dead writer, marked", z)
 			}
-			if d := env.admin.PTTL(ctx, rw.WriterKey()).Val(); d > 100*time.Millisecond || d == -time.Nanosecond {
-				t.Errorf("the dead writer's reservation lasts %v, want 100ms at most", d)
+			if d := env.admin.PTTL(ctx, rw.WriterKey()).Val(); d > 500*time.Millisecond || d == -time.Nanosecond {
+				t.Errorf("the dead writer's reservation lasts %v, want its claim window (500ms) at most", d)
 			}
 			// Well before the dead writer's registration would lapse (3 s).
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -555,8 +541,8 @@ func TestRWMutexWaitCrashedWaiter(t *testing.T) {
 			if err != nil || len(z) != 1 {
 				t.Fatalf("reader queue = %v, %v; want the dead reader alone", z, err)
 			}
-			if s := int64(z[0].Score); s >= 0 || -s > before+3000 {
-				t.Errorf("the dead reader's admission %d lapses after %d, the end of its registration", s, before+3000)
+			if s := int64(z[0].Score); s >= 0 || -s > before+500+1000 {
+				t.Errorf("the dead reader's admission %d lapses after %d, the end of its claim window", s, before+500)
 			}
 			if mustExist(t, env.admin, rw.WriterKey()) {
 				t.Error("the writer key is set while an admitted reader is still to enter")
@@ -639,5 +625,71 @@ func TestRWMutexWaitScripterOnly(t *testing.T) {
 			t.Errorf("%d polling writer registrations left", n)
 		}
 		checkNoKeyForever(t, env.admin)
+	})
+}
+
+// Issue 32 item 2: a waiter that polls (any strategy but WaitForRelease
+// and NoRetry) registers for as long as a waiter of WaitForRelease does,
+// the registration's life (3 s), renewed by each attempt, whatever its
+// TTL: one that dies holds the other side back no longer than that.
+// Before, it registered for its TTL (12 s here: every reader kept out for
+// 12 s after a polling writer died).
+func TestRWMutexPollingRegistrationLapses(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		for _, writer := range []bool{true, false} {
+			name := redistest.Key(t, "rw")
+			rw := redislock.New(rdb).RWMutex(name)
+			// What keeps the waiter out: a read hold for a writer, the
+			// write lock for a reader.
+			queue, keep := rwKeys(rw)[rwQ], func() (func(context.Context) error, error) {
+				r, err := rw.RLock(ctx, time.Minute, nil)
+				return r.Release, err
+			}
+			if !writer {
+				queue, keep = rwKeys(rw)[rwRQ], func() (func(context.Context) error, error) {
+					w, err := rw.Lock(ctx, time.Minute, nil)
+					return w.Release, err
+				}
+			}
+			release, err := keep()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A poller that sleeps a second between attempts, given up
+			// after its first: its registration is read meanwhile.
+			before := serverMillis(t, rdb, rw.WriterKey())
+			done := make(chan error, 1)
+			go func() {
+				c, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+				defer cancel()
+				slow := &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Second)}
+				var err error
+				if writer {
+					_, err = rw.Lock(c, 12*time.Second, slow)
+				} else {
+					_, err = rw.RLock(c, 12*time.Second, slow)
+				}
+				done <- err
+			}()
+			waitUntil(t, "the poller to register", func() bool { return zcard(rdb, queue) == 1 })
+			z := rdb.ZRangeWithScores(ctx, queue, 0, -1).Val()
+			if len(z) != 1 {
+				t.Fatalf("writer %t: registrations %v, want the poller's", writer, z)
+			}
+			lapse := int64(z[0].Score)
+			if lapse < 0 {
+				lapse = -lapse
+			}
+			if lapse > before+3000+1000 {
+				t.Errorf("writer %t: a polling waiter's registration lapses %d ms after the server's time before its attempt, want the registration's life (3000 ms), not its TTL (12000 ms)", writer, lapse-before)
+			}
+			if err := <-done; !errors.Is(err, redislock.ErrNotObtained) {
+				t.Errorf("writer %t: the poller: %v, want ErrNotObtained", writer, err)
+			}
+			if err := release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }

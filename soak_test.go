@@ -41,11 +41,12 @@ import (
 //     made it fail. A value of a holder is a held key. A reservation (a
 //     key handed over to a waiter, see WaitForRelease) is followed until
 //     it is replaced or gone: replaced before it ran out, it had a live
-//     taker (a handover in progress); run out, nobody took it: the key
-//     was free and the obtain failed. Each such reservation must be the
-//     one of a killed waiter (soakCheckUntaken): on the key that waiter
-//     was waiting for when it was killed, made within a registration's
-//     life of the kill, and no killed waiter explains two.
+//     taker (a handover in progress); run out, nobody took it within its
+//     claim window: the key was free and the obtain failed. Each such
+//     reservation must be the one of a killed waiter (soakCheckUntaken):
+//     on the key that waiter was waiting for when it was killed, made
+//     within a registration's life of the kill, and no killed waiter
+//     explains two.
 //
 // make test runs it for soakShort (three crash cycles); -soak.long, or
 // REDISLOCK_SOAK=<duration>, runs it longer (one minute with -soak.long).
@@ -135,10 +136,10 @@ func (k soakKill) String() string { return k.key + "@" + k.at.Format("15:04:05.0
 
 // soakCheckUntaken checks the reservations that ran out untaken against
 // the waiters that were killed. A killed waiter's registration costs at
-// most one reservation with no taker, on its key, made (the server time
-// its grant names) within a registration's life after the kill, or up to
-// a reservation's life before it (a waiter killed between its grant and
-// taking it). Reservations are matched to kills, each kill at most once,
+// most one reservation with no taker, on its key, made (a claim window
+// before the probe saw it run out) within a registration's life after the
+// kill, or up to a claim window before it (a waiter killed between its
+// grant and taking it). Reservations are matched to kills, each kill at most once,
 // earliest first; one left without a kill fails the test. It returns the
 // number of reservations.
 func soakCheckUntaken(t *testing.T, kills []soakKill, untaken []string) int {
@@ -149,21 +150,19 @@ func soakCheckUntaken(t *testing.T, kills []soakKill, untaken []string) int {
 	}
 	var rs []reservation
 	for _, u := range untaken {
-		key, value, _ := strings.Cut(u, " ")
-		m := soakReservation.FindStringSubmatch(value)
-		if m == nil {
-			t.Errorf("untaken reservation %q: not a reservation's value", u)
+		f := strings.Fields(u)
+		if len(f) != 3 || !soakReservation.MatchString(f[1]) {
+			t.Errorf("untaken reservation %q: not a key, a reservation's value and a time", u)
 			continue
 		}
-		sec, _ := strconv.ParseInt(m[1], 10, 64)  // digits, matched above
-		usec, _ := strconv.ParseInt(m[2], 10, 64) // digits, matched above
-		rs = append(rs, reservation{key, value, time.Unix(sec, usec*1000)})
+		us, _ := strconv.ParseInt(f[2], 10, 64) // written by classify
+		rs = append(rs, reservation{f[0], f[1], time.UnixMicro(us)})
 	}
 	slices.SortFunc(rs, func(a, b reservation) int { return a.made.Compare(b.made) })
 	// within tells whether a reservation made at made may be the cost of
 	// a kill at kill.
 	within := func(made, kill time.Time) bool {
-		return !made.Before(kill.Add(-handoff.Reservation)) && !made.After(kill.Add(handoff.Registration+handoff.Reservation))
+		return !made.Before(kill.Add(-handoff.Claim)) && !made.After(kill.Add(handoff.Registration+handoff.Claim))
 	}
 	used := make([]bool, len(kills))
 	for _, r := range rs {
@@ -467,9 +466,8 @@ func (c *soakProbeClient) EvalSha(ctx context.Context, sha string, keys []string
 }
 
 // soakReservation matches a key handed over to a waiter (lua/handover.lua):
-// "<#grant>:~<seconds>.<microseconds>.<tag>:0:", the grant naming the
-// server's time of the handover.
-var soakReservation = regexp.MustCompile(`^\d+:~(\d+)\.(\d+)\.`)
+// "<#id+1>:~<id>:0:", the id ending with its claim window in ms.
+var soakReservation = regexp.MustCompile(`^\d+:~[^:]*\.(\d+):0:$`)
 
 // classify names what made the last obtain fail: "probe-held" (a holder's
 // value), "probe-taken" (a reservation that its waiter took before it ran
@@ -507,7 +505,10 @@ func (c *soakProbeClient) classify(ctx context.Context, key string) string {
 		}
 		if now != v {
 			if !seen.IsZero() && time.Since(seen) >= life-5*time.Millisecond {
-				return "probe-free " + key + " " + v
+				// Made a claim window before it expired (seen + life).
+				claim, _ := strconv.Atoi(soakReservation.FindStringSubmatch(v)[1]) // digits, matched
+				made := seen.Add(life - time.Duration(claim)*time.Millisecond)
+				return "probe-free " + key + " " + v + " " + strconv.FormatInt(made.UnixMicro(), 10)
 			}
 			return "probe-taken " + key
 		}

@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,61 +13,64 @@ import (
 )
 
 // WaitForRelease returns a strategy that waits for the lock to be released
-// instead of sleeping a fixed backoff: the holder's [Lock.Release] hands the
-// lock over to one waiter, the one that has waited longest, across clients
-// and processes, and wakes no other. Waiting ends at the context's deadline
-// or, when the context has none, the TTL after the call began, as with
-// every strategy; a waiter never sleeps past the holder's expiry, so the
-// lock of a holder that died is taken as soon as its key expires.
+// instead of sleeping a fixed backoff: waiters stand in line, across
+// clients and processes, each keeping its place for as long as it waits,
+// and the holder's [Lock.Release] hands the lock to the one that arrived
+// first, and wakes no other. Waiting ends at the context's deadline or,
+// when the context has none, the TTL after the call began, as with every
+// strategy; a waiter never sleeps past the holder's expiry, so the lock of
+// a holder that died is taken as soon as its key expires.
+//
+// A waiter handed the lock must take it within its claim window,
+// min(500 ms, its TTL): one that does not (its process stopped, its host
+// cut off) leaves the key to expire at the end of the window, and the
+// line goes on. A waiter that dies costs at most one claim window; a
+// caller's first attempt takes a free lock as any Obtain does, but a
+// waiter already in line never passes one that arrived before it.
 //
 // Every party to the lock should use it: the Release of a lock obtained
 // with it, or attached with [Client.Attach], hands the lock over to a
 // registered waiter; the Release of a lock obtained otherwise deletes it
-// (its user may lack the ACL of the wait queues), and waiters notice when
+// (its user may lack the ACL of the wait lines), and waiters notice when
 // their block ends (within about a second).
 //
 // Use it for a lock that is contended and held briefly. It costs three
-// round trips per acquisition however many wait; two for a caller that
-// asks again, through the same Client, for a one-key lock whose Release
-// handed it to a waiter less than a second before (the rule on a hot key):
-// its first attempt then goes with its first block, sent at once or, when
-// other goroutines of this process wait for the key through the same
-// go-redis client, when its turn among them comes. When that caller was
-// alone in its process to wait for the key, the Release of the lock it got
-// so also registers its next wait, and an Obtain within 50 ms sends only
-// its block and the attempt after it. It costs none more than
-// a plain Obtain when the lock is free and this Client did not just hand
-// it over; one blocked connection per go-redis client and key while
-// goroutines wait (at most half the client's pool); and two short-lived
-// companion keys per lock key in its hash slot. docs/waiting.md describes
-// the mechanism and its figures.
+// round trips per acquisition however many wait (the release, the
+// waiter's block, the waiter's attempt); a caller that asks again,
+// through the same Client, for a one-key lock whose Release handed it to a
+// waiter less than a second before (the rule on a hot key) sends its
+// first attempt with its first block, and, when it was alone in its
+// process to wait for the key, is registered by that Release itself. It
+// costs none more than a plain Obtain when the lock is free and this
+// Client did not just hand it over; one blocked connection per go-redis
+// client and key while goroutines wait (at most half the client's pool);
+// and two short-lived companion keys per lock key in its hash slot, with
+// a grant list per waiter. docs/waiting.md describes the mechanism and its
+// figures.
 //
 // It composes with this package's wrappers: [LimitRetry] (WaitForRelease
-// (…), n) waits event-driven for at most n+1 attempts, where a wake-up, or
-// a block that ends without one, counts an attempt; [Jitter] and
-// [FullJitter] spread fallback's backoffs. Any other wrapper (a strategy
-// written by the caller, even around this one) cannot be seen through: it
-// polls with its own NextBackoff.
+// (…), n) waits event-driven for at most n+1 attempts, where each
+// attempt after a block counts one; [Jitter] and [FullJitter] spread
+// fallback's backoffs. Any other wrapper (a strategy written by the
+// caller, even around this one) cannot be seen through: it polls with its
+// own NextBackoff.
 //
 // fallback is used where events cannot be: between attempts that failed on
 // a transient Redis error, and in place of blocking when the client has no
 // Pipeline method (a [RedisClient] that is only a redis.Scripter), when its
-// ReadTimeout is too short for a block, when the server refuses BLMOVE
-// (Redis before 6.2, an ACL), or when a key cannot have companions in its
-// hash slot (a key without hash tag that contains "}"). Polling then sleeps
-// fallback's backoff, or less when the holder expires sooner.
+// ReadTimeout is too short for a block, when the server refuses BLPOP (an
+// ACL), or when a key cannot have companions in its hash slot (a key
+// without hash tag that contains "}"). Polling then sleeps fallback's
+// backoff, or less when the holder expires sooner.
 // Default (nil): ExponentialBackoff(8ms, 128ms) with ±50% [Jitter].
 //
 // Cancelling the context ends the wait of a goroutine at once, unless it is
 // the one that blocks on Redis for its client and key: that one notices
-// when its block ends, within about a second, and passes on a lock that
-// came with that block. The context's deadline bounds the wait whatever the
-// server's hz: blocks end a server tick (1/hz) before it. A waiter that
-// gives up takes its registration back with one more script call; one that
-// dies costs at most one reservation of 100 ms with no taker, and so does a
-// caller whose Release registered its next wait (above) and that does not
-// ask again within a second. Errors are
-// those of [Client.ObtainMulti].
+// when its block ends, within about a second. The context's deadline
+// bounds the wait whatever the server's hz: blocks end a server tick
+// (1/hz) before it. A waiter that gives up takes its registration back
+// with one more script call, passing on a lock handed to it meanwhile.
+// Errors are those of [Client.ObtainMulti].
 //
 // [Lock.Refresh] given this strategy retries transient errors with
 // fallback, and NextBackoff returns fallback's. Like the other strategies,
@@ -111,6 +113,7 @@ type waited struct {
 	companions []string      // the keys and their companions, as the wait named them; nil: work them out
 	hint       *handoff.Hint // the Client's, told when a release hands a key over; nil: not told
 	again      bool          // the wait asked again at once, alone: the release registers the next
+	ttl        time.Duration // the wait's TTL, for the claim window of the next (NewID)
 	ifAllowed  bool          // attached: a user whom the ACL refuses the queues deletes instead
 }
 
@@ -125,14 +128,10 @@ func (w *waited) releaseCall(h *handle) (c call, ok bool) {
 			return call{}, false
 		}
 	}
-	c = call{op: opRelease, script: releaseScript, keys: keys, args: []any{h.tokenArg, handoff.ReservationArg}, units: len(h.keys)}
+	c = call{op: opRelease, script: releaseScript, keys: keys, args: []any{h.tokenArg}, units: len(h.keys)}
 	if w.again && !w.ifAllowed && len(h.keys) == 1 && len(keys) == 3 {
-		id := rand.Text()
-		if grants, ok := handoff.GrantList(h.keys[0], id); ok {
-			c.next = id
-			c.keys = []string{keys[0], keys[1], keys[2], grants}
-			c.args = append(c.args, id, handoff.RegistrationArg)
-		}
+		c.next = handoff.NewID(w.ttl)
+		c.args = append(c.args, c.next, handoff.RegistrationArg, handoff.RegisteredLapseArg)
 	}
 	return c, true
 }

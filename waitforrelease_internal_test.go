@@ -3,6 +3,8 @@ package redislock
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,32 +122,34 @@ func TestWaitForReleaseStrategy(t *testing.T) {
 	}
 }
 
-// A waiter whose registration a handover marked, and which sleeps in its
-// group meanwhile, stays registered when a handover finds only marks: the
-// member that leads before it renews its registration as it passes the
-// lead on, and a release while it blocks wakes it. (Dropping the marks
-// there left it to block unregistered, and a release that found the
-// queue empty deleted the key without a wake-up:
-// TestWaitForReleaseStress failed about once in 45 runs.) The sequence
-// is driven script by script on a real server; the BLMOVEs of the
-// blocked waiters are LMOVEs here.
-func TestWaitMarkedSleeperStaysRegistered(t *testing.T) {
+// The line, script by script on a real server (the blocks are read off
+// the grant lists): a release serves the waiter that arrived first however
+// often the others attempted since; a waiter granted the key that does not
+// attempt within its claim window is passed over, and keeps its place
+// once it attempts again; a later waiter that finds the key free hands it
+// to the one that arrived before it; a waiter that leaves passes on a key
+// reserved for it; and nothing is left behind.
+func TestLineScripts(t *testing.T) {
 	srv := redistest.SharedServer(t, redistest.Redis)
 	ctx := context.Background()
 	rdb := srv.Client(t)
 	key := redistest.Key(t, "lock")
 	c, _ := handoff.Companions([]string{key})
-	queue, wake := c[1], c[2]
-	grants := func(id string) string { g, _ := handoff.GrantList(key, id); return g }
-	// obtain runs obtain.lua for the waiter id (no waiter when id is
-	// ""), with next as the successor; it reports whether it obtained.
-	obtain := func(token, id, next string) bool {
+	line, alive := c[1], c[2]
+	// ids with a claim window of 50 ms, so that a lapse takes little time.
+	id := func(name string) string { return name + ".50" }
+	// attempt runs obtain.lua for waiter name ("" for no waiter), later
+	// or first; it reports whether it obtained.
+	attempt := func(name string, later bool) bool {
 		t.Helper()
-		keys := []string{key}
-		args := []any{token, "", 60000, "0"}
-		if id != "" {
-			keys = append(keys, queue, wake, grants(id))
-			args = append(args, id, handoff.RegistrationArg, handoff.ReservationArg, next, 1)
+		keys, args := []string{key}, []any{name, "", 60000, "0"}
+		if name != "" {
+			mode := "1"
+			if later {
+				mode = "0"
+			}
+			keys = append(keys, line, alive)
+			args = append(args, id(name), handoff.RegistrationArg, mode)
 		}
 		v, err := obtainScript.Run(ctx, rdb, keys, args...).Result()
 		if err != nil {
@@ -156,58 +160,107 @@ func TestWaitMarkedSleeperStaysRegistered(t *testing.T) {
 	}
 	release := func(token string) {
 		t.Helper()
-		if err := releaseScript.Run(ctx, rdb, []string{key, queue, wake}, token, handoff.ReservationArg).Err(); err != nil {
+		if err := releaseScript.Run(ctx, rdb, c, token).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// take is a blocked waiter's BLMOVE served: the first wake-up goes
-	// to its grant list.
-	take := func(id string) {
-		t.Helper()
-		if err := rdb.LMove(ctx, wake, grants(id), "LEFT", "LEFT").Err(); err != nil {
-			t.Fatalf("no wake-up for %s: %v", id, err)
-		}
+	// granted reports whether a grant waits on name's grant list.
+	granted := func(name string) bool {
+		return rdb.LLen(ctx, handoff.GrantList(line, id(name))).Val() > 0
+	}
+	reservedFor := func(name string) bool {
+		v := rdb.Get(ctx, key).Val()
+		return strings.HasPrefix(v, strconv.Itoa(len(id(name))+1)+":~"+id(name)+":")
 	}
 
-	if !obtain("h", "", "") {
+	if !attempt("h", false) {
 		t.Fatal("h did not obtain the free key")
 	}
-	// B registers first and sleeps in the group that A leads; X and Y
-	// block on other connections before A (Redis serves them first).
-	for _, id := range []string{"B", "A", "X", "Y"} {
-		if obtain(id, id, "") {
-			t.Fatalf("%s obtained a held key", id)
+	for _, name := range []string{"A", "B", "C"} {
+		// Arrivals in one microsecond would keep the order of the ids.
+		if attempt(name, false) {
+			t.Fatalf("%s obtained a held key", name)
 		}
 	}
-	release("h") // marks B; X takes the grant
-	take("X")
-	if !obtain("X", "X", "") {
-		t.Fatal("X did not obtain with its grant")
+	// B and C attempt again (their blocks ended) after A: no place changes.
+	for _, name := range []string{"C", "B", "C", "B"} {
+		if attempt(name, true) {
+			t.Fatalf("%s obtained a held key", name)
+		}
 	}
-	release("X") // marks A; Y takes the grant
-	take("Y")
-	if !obtain("Y", "Y", "") {
-		t.Fatal("Y did not obtain with its grant")
+	release("h")
+	if !reservedFor("A") || !granted("A") || granted("B") || granted("C") {
+		t.Fatalf("after h's release: the key is %q; grants A %v, B %v, C %v; want A served", rdb.Get(ctx, key).Val(), granted("A"), granted("B"), granted("C"))
 	}
-	release("Y") // only marks: the key is deleted, A is woken
-	take("A")
-	if !obtain("A", "A", "B") {
-		t.Fatal("A did not obtain the free key")
+	if attempt("B", true) {
+		t.Fatal("B took a key reserved for A")
 	}
-	if err := rdb.ZScore(ctx, queue, "B").Err(); err != nil {
-		t.Fatalf("B, asleep and alive, is no longer registered when it takes the lead: %v", err)
+	// A does not answer within its claim window: the key expires with it.
+	for rdb.Exists(ctx, key).Val() == 1 {
+		time.Sleep(5 * time.Millisecond)
 	}
-	// B blocks; the wake-ups left on the list have expired meanwhile.
-	rdb.Del(ctx, wake)
-	release("A")
-	take("B")
-	if !obtain("B", "B", "") {
-		t.Fatal("B did not obtain with its wake-up")
+	// B's next attempt finds the key free, and A out of the line (its
+	// lapse ended with the window): B takes it.
+	if !attempt("B", true) {
+		t.Fatal("B did not take the key that A left to expire")
+	}
+	// A comes back: registered again; C arrived before A's new entry but
+	// after its old one, which the lapse dropped.
+	if attempt("A", true) {
+		t.Fatal("A obtained a held key")
 	}
 	release("B")
-	for _, k := range []string{key, queue, grants("B")} {
-		if n := rdb.Exists(ctx, k).Val(); n != 0 {
+	if !reservedFor("C") {
+		t.Fatalf("after B's release the key is %q, want it reserved for C (A lost its place)", rdb.Get(ctx, key).Val())
+	}
+	if !attempt("C", true) {
+		t.Fatal("C did not take the key reserved for it")
+	}
+	// C's key expires without a release (C died holding it): A finds it
+	// free and takes it; no one else is in line.
+	rdb.PExpire(ctx, key, time.Millisecond)
+	for rdb.Exists(ctx, key).Val() == 1 {
+		time.Sleep(time.Millisecond)
+	}
+	// A first attempt takes a free key, as any Obtain does; its release
+	// serves A.
+	if !attempt("D", false) {
+		t.Fatal("D's first attempt did not take the free key")
+	}
+	release("D")
+	if !reservedFor("A") || !attempt("A", true) {
+		t.Fatalf("after D's release the key is %q, want A served", rdb.Get(ctx, key).Val())
+	}
+	// E and F wait; the key expires; F attempts first and hands it to E.
+	for _, name := range []string{"E", "F"} {
+		if attempt(name, false) {
+			t.Fatalf("%s obtained a held key", name)
+		}
+	}
+	rdb.PExpire(ctx, key, time.Millisecond)
+	for rdb.Exists(ctx, key).Val() == 1 {
+		time.Sleep(time.Millisecond)
+	}
+	if attempt("F", true) {
+		t.Fatal("F took the free key ahead of E, which arrived first")
+	}
+	if !reservedFor("E") || !granted("E") {
+		t.Fatalf("after F's attempt the key is %q, want it reserved for E", rdb.Get(ctx, key).Val())
+	}
+	// E gives up: the key goes on to F.
+	if err := leaveScript.Run(ctx, rdb, c, id("E")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !reservedFor("F") || !attempt("F", true) {
+		t.Fatalf("after E left the key is %q, want F served", rdb.Get(ctx, key).Val())
+	}
+	release("F")
+	for _, k := range []string{key, line, alive} {
+		if n := rdb.Exists(ctx, k).Val(); n != 0 && k == key {
 			t.Errorf("%s left behind", k)
+		}
+		if ttl := rdb.PTTL(ctx, k).Val(); ttl == -1 {
+			t.Errorf("%s has no expiry", k)
 		}
 	}
 }

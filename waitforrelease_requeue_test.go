@@ -16,13 +16,13 @@ import (
 
 // tripCounter is a go-redis hook that counts a client's round trips: the
 // commands sent alone (by name) and the pipelines (with the names of their
-// commands, in order, counted when sent), and what each BLMOVE returned;
+// commands, in order, counted when sent), and what each BLPOP returned;
 // not the handshake of a new connection.
 type tripCounter struct {
 	mu        sync.Mutex
 	alone     []string
 	pipelines [][]string
-	moved     []any // what each BLMOVE returned (nil: it timed out)
+	moved     []any // what each BLPOP returned (nil: it timed out)
 }
 
 func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -66,13 +66,29 @@ func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, cmd := range cmds {
-			if cmd.Name() == "blmove" {
-				v, _ := cmd.(*redis.Cmd).Result()
+			if cmd.Name() == "blpop" {
+				var v any
+				if got, err := cmd.(*redis.StringSliceCmd).Result(); err == nil {
+					v = got
+				}
 				c.moved = append(c.moved, v)
 			}
 		}
 		return err
 	}
+}
+
+// timeouts returns how many of the BLPOPs counted timed out.
+func (c *tripCounter) timeouts() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, m := range c.moved {
+		if m == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // reset forgets what was counted.
@@ -142,19 +158,20 @@ func TestWaitForReleaseRequeue(t *testing.T) {
 		}
 		defer func() { _ = got.lock.Release(ctx) }()
 		alone, pipelines, moved := trips.get()
-		if len(alone) != 0 {
-			t.Errorf("sent %q alone, want nothing: the first attempt goes with the block", alone)
-		}
-		// A block that ended before the release (a loaded machine) costs a
-		// block and an attempt more.
-		want := []string{"evalsha", "blmove", "evalsha", "pexpire"}
+		// The first attempt goes with the first block; each block is
+		// followed by an attempt (a block that timed out before the
+		// release, on a loaded machine, costs a block and an attempt more).
+		want := []string{"evalsha", "blpop"}
 		if len(pipelines) == 0 || !slices.Equal(pipelines[0], want) {
 			t.Fatalf("pipelines %q, want the first to be %q", pipelines, want)
 		}
 		for i, p := range pipelines[1:] {
-			if !slices.Equal(p, []string{"blmove", "evalsha"}) || moved[i] != nil {
-				t.Errorf("pipeline %d: %q after a block that returned %v, want a block and an attempt after a timeout", i+2, p, moved[i])
+			if !slices.Equal(p, []string{"blpop"}) || moved[i] != nil {
+				t.Errorf("pipeline %d: %q after a block that returned %v, want a block after a timeout", i+2, p, moved[i])
 			}
+		}
+		if !slices.Equal(alone, slices.Repeat([]string{"evalsha"}, len(pipelines))) {
+			t.Errorf("sent %q alone, want one attempt after each of the %d blocks", alone, len(pipelines))
 		}
 		if last := moved[len(moved)-1]; last == nil {
 			t.Error("the last block timed out: the release did not hand the lock over")
@@ -166,8 +183,8 @@ func TestWaitForReleaseRequeue(t *testing.T) {
 }
 
 // A requeue that finds the key free (the waiter that got it released it
-// already) wakes itself: its own block gets the wake-up without
-// reservation, and the attempt after it takes the key.
+// already) and nobody else in line grants it to itself: its own block
+// returns at once, and the attempt after it takes the key.
 func TestWaitForReleaseRequeueFreeKey(t *testing.T) {
 	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
 		ctx := context.Background()
@@ -182,8 +199,8 @@ func TestWaitForReleaseRequeueFreeKey(t *testing.T) {
 		}
 		defer func() { _ = lock.Release(ctx) }()
 		alone, pipelines, moved := trips.get()
-		if len(alone) != 0 || len(pipelines) != 1 || len(moved) != 1 || moved[0] != "~free" {
-			t.Errorf("sent %q alone and the pipelines %q, whose block returned %v; want one pipeline, its block returning \"~free\"", alone, pipelines, moved)
+		if !slices.Equal(alone, []string{"evalsha"}) || len(pipelines) != 1 || len(moved) != 1 || moved[0] == nil {
+			t.Errorf("sent %q alone and the pipelines %q, whose block returned %v; want one pipeline whose block popped a grant, then one attempt", alone, pipelines, moved)
 		}
 		if keys := keysWithoutTTL(t, env.admin, redistest.Tag(t)+"*"); len(keys) != 0 {
 			t.Errorf("keys without expiry: %q", keys)
@@ -191,47 +208,36 @@ func TestWaitForReleaseRequeueFreeKey(t *testing.T) {
 	})
 }
 
-// The requeue attempt never takes a free key: it registers its waiter and
-// wakes the client blocked longest, a waiter that came first, which then
-// finds the key free.
-func TestObtainScriptRequeueWakesBlockedWaiter(t *testing.T) {
+// The requeue attempt never takes a free key: it registers its waiter at
+// the back of the line and grants the key to the waiter that arrived
+// first.
+func TestObtainScriptRequeueGrantsOldest(t *testing.T) {
 	rdb := redistest.Standalone(t)
 	ctx := context.Background()
 	obtain := redis.NewScript(luaSource(t, "lua/lib.lua", "lua/handover.lua", "lua/obtain.lua"))
 	key := redistest.Key(t, "lock")
-	queue, wake := waitQueue(key), wakeList(key)
-	grants, theirs := key+":redislock:grant:w", key+":redislock:grant:x"
-	t.Cleanup(func() { rdb.Del(ctx, key, queue, wake, grants, theirs) })
+	line, alive := waitQueue(key), aliveSet(key)
+	t.Cleanup(func() { rdb.Del(ctx, key, line, alive, line+":A.500", line+":w.500") })
+	env := &waitEnv{admin: rdb}
+	registerGhost(t, env, key, "A.500")
 
-	// A waiter of another client blocks on the wake-up list.
-	name := clientName("blocked")
-	o := *rdb.Options()
-	o.ClientName = name
-	other := redis.NewClient(&o)
-	defer other.Close()
-	woken := make(chan string, 1)
-	go func() { woken <- other.BLMove(ctx, wake, theirs, "LEFT", "LEFT", 5*time.Second).Val() }()
-	waitUntil(t, "the other waiter to block", func() bool { return blocked(t, rdb, name) })
-
-	reply, err := obtain.Run(ctx, rdb, []string{key, queue, wake, grants}, "tok", "", 60000, "0", "w", 3000, 100, "", 1, "2").Result()
+	reply, err := obtain.Run(ctx, rdb, []string{key, line, alive}, "tok", "", 60000, "0", "w.500", 3000, "2").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reply != int64(-1) {
-		t.Errorf("reply %v, want -1 (not obtained; the code alone)", reply)
+	if code, ok := reply.(int64); !ok || code >= 0 {
+		t.Errorf("reply %v, want a negative code (not obtained; the code alone)", reply)
 	}
-	if got := <-woken; got != "~free" {
-		t.Errorf("the blocked waiter got %q, want the wake-up without reservation", got)
+	checkReservedFor(t, rdb, key, "A.500", 500*time.Millisecond)
+	if n := rdb.LLen(ctx, line+":A.500").Val(); n != 1 {
+		t.Errorf("A's grant list holds %d grants, want 1", n)
 	}
-	if n := rdb.Exists(ctx, key).Val(); n != 0 {
-		t.Error("the requeue attempt took the free key")
+	ids, err := rdb.ZRange(ctx, line, 0, -1).Result()
+	if err != nil || !slices.Equal(ids, []string{"A.500", "w.500"}) {
+		t.Errorf("line %q (%v), want A then w", ids, err)
 	}
-	score, err := rdb.ZScore(ctx, queue, "w").Result()
-	if err != nil || score <= float64(time.Now().UnixMilli()) {
-		t.Errorf("registration %v (%v), want a live one", score, err)
-	}
-	if v := rdb.LRange(ctx, grants, 0, -1).Val(); !slices.Equal(v, []string{"~"}) || rdb.PTTL(ctx, grants).Val() <= 0 {
-		t.Errorf("grant list %q with PTTL %v, want the placeholder with a TTL", v, rdb.PTTL(ctx, grants).Val())
+	if score, err := rdb.ZScore(ctx, alive, "w.500").Result(); err != nil || score <= float64(time.Now().UnixMilli()) {
+		t.Errorf("w's registration lapses at %v (%v), want a live one", score, err)
 	}
 }
 
@@ -245,8 +251,7 @@ func TestObtainScriptRequeueHeldKey(t *testing.T) {
 	ctx := context.Background()
 	obtain := redis.NewScript(luaSource(t, "lua/lib.lua", "lua/handover.lua", "lua/obtain.lua"))
 	key := redistest.Key(t, "lock")
-	queue, wake := waitQueue(key), wakeList(key)
-	grants := key + ":redislock:grant:w"
+	line, alive := waitQueue(key), aliveSet(key)
 	if err := rdb.Set(ctx, key, "5:other:0:", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -256,12 +261,12 @@ func TestObtainScriptRequeueHeldKey(t *testing.T) {
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	reply, err := obtain.EvalSha(ctx, rdb, []string{key, queue, wake, grants}, "tok", "", 60000, "0", "w", 3000, 100, "", 1, "2").Result()
+	reply, err := obtain.EvalSha(ctx, rdb, []string{key, line, alive}, "tok", "", 60000, "0", "w.500", 3000, "2").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reply != int64(-101) {
-		t.Errorf("reply %v, want -101: the code alone, from the reservation's life", reply)
+	if reply != int64(-2) {
+		t.Errorf("reply %v, want -2: the code alone, with no expiry read", reply)
 	}
 	stats, err := rdb.InfoMap(ctx, "commandstats").Result()
 	if err != nil {
@@ -270,7 +275,7 @@ func TestObtainScriptRequeueHeldKey(t *testing.T) {
 	if v, ok := stats["Commandstats"]["cmdstat_pttl"]; ok {
 		t.Errorf("the requeue attempt read the holder's expiry: %s", v)
 	}
-	if score, err := rdb.ZScore(ctx, queue, "w").Result(); err != nil || score <= float64(time.Now().UnixMilli()) {
+	if score, err := rdb.ZScore(ctx, alive, "w.500").Result(); err != nil || score <= float64(time.Now().UnixMilli()) {
 		t.Errorf("registration %v (%v), want a live one", score, err)
 	}
 	if v := rdb.Get(ctx, key).Val(); v != "5:other:0:" {
@@ -278,52 +283,10 @@ func TestObtainScriptRequeueHeldKey(t *testing.T) {
 	}
 }
 
-// An attempt that obtains the key and names an unregistered successor
-// ("+<id>", internal/handoff's Request.Successors) registers it and leaves
-// the placeholder in its grant list (the last key), fenced or not.
-func TestObtainScriptAdoptsSuccessor(t *testing.T) {
-	rdb := redistest.Standalone(t)
-	ctx := context.Background()
-	obtain := redis.NewScript(luaSource(t, "lua/lib.lua", "lua/handover.lua", "lua/obtain.lua"))
-	for _, fenced := range []bool{false, true} {
-		key := redistest.Key(t, "lock")
-		if fenced {
-			key = redistest.Key(t, "fenced")
-		}
-		queue, wake := waitQueue(key), wakeList(key)
-		grants, theirs := key+":redislock:grant:w", key+":redislock:grant:n"
-		fence := key + ":fence"
-		t.Cleanup(func() { rdb.Del(ctx, key, queue, wake, grants, theirs, fence) })
-		keys, tag := []string{key, queue, wake, grants, theirs}, "0"
-		if fenced {
-			keys, tag = []string{key, fence, queue, wake, grants, theirs}, "deadbeef"
-		}
-		reply, err := obtain.Run(ctx, rdb, keys, "tok", "", 60000, tag, "w", 3000, 100, "+n", 1, "1").Int64()
-		if err != nil || reply < 0 || (fenced && reply == 0) {
-			t.Fatalf("fenced %v: reply %d, %v; want the lock", fenced, reply, err)
-		}
-		if v := rdb.Get(ctx, key).Val(); v[:6] != "3:tok:" {
-			t.Errorf("fenced %v: the key holds %q", fenced, v)
-		}
-		if score, err := rdb.ZScore(ctx, queue, "n").Result(); err != nil || score <= float64(time.Now().UnixMilli()) {
-			t.Errorf("fenced %v: the successor's registration %v (%v), want a live one", fenced, score, err)
-		}
-		if n := rdb.ZCard(ctx, queue).Val(); n != 1 {
-			t.Errorf("fenced %v: %d entries in the queue, want the successor's", fenced, n)
-		}
-		if v := rdb.LRange(ctx, theirs, 0, -1).Val(); !slices.Equal(v, []string{"~"}) || rdb.PTTL(ctx, theirs).Val() <= 0 {
-			t.Errorf("fenced %v: the successor's grant list %q with PTTL %v, want the placeholder with a TTL", fenced, v, rdb.PTTL(ctx, theirs).Val())
-		}
-		if keys := keysWithoutTTL(t, rdb, key+"*"); len(keys) != 0 && !(fenced && len(keys) == 1 && keys[0] == fence) {
-			t.Errorf("fenced %v: keys without expiry: %q", fenced, keys)
-		}
-	}
-}
-
 // A requeue whose scripts the server forgot (a restart, a failover) still
 // waits and obtains, and leaves no key without an expiry: the first
-// attempt is lost (NOSCRIPT), the block and the attempt after it (sent
-// again with EVAL) register the waiter.
+// attempt is lost (NOSCRIPT), the attempt after the block (sent again
+// with EVAL) registers the waiter.
 func TestWaitForReleaseRequeueNoScript(t *testing.T) {
 	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
 		ctx := context.Background()
@@ -349,7 +312,7 @@ func TestWaitForReleaseRequeueNoScript(t *testing.T) {
 			t.Fatalf("the releaser's second Obtain: %v", got.err)
 		}
 		_ = got.lock.Release(ctx)
-		if _, pipelines, _ := trips.get(); !slices.Equal(pipelines[0], []string{"evalsha", "blmove", "evalsha", "pexpire"}) {
+		if _, pipelines, _ := trips.get(); !slices.Equal(pipelines[0], []string{"evalsha", "blpop"}) {
 			t.Errorf("first pipeline %q, want the requeue", pipelines[0])
 		}
 		if keys := keysWithoutTTL(t, env.admin, redistest.Tag(t)+"*"); len(keys) != 0 {
@@ -429,12 +392,14 @@ func TestWaitForReleaseRequeueJoinsGroup(t *testing.T) {
 	}
 	_ = got("the releaser's second Obtain", aDone).Release(ctx)
 	alone, pipes, _ := trips.get()
-	// Sent alone: the three releases, no attempt.
-	if want := []string{"evalsha", "evalsha", "evalsha"}; !slices.Equal(alone, want) {
-		t.Errorf("sent %q alone, want the 3 releases: the releaser's first attempt goes with its block", alone)
+	// Sent alone: the three releases, and the attempts after the blocks
+	// of the second waiter and of the releaser (and one more after each
+	// block that timed out): no failed first attempt of the releaser.
+	if want := slices.Repeat([]string{"evalsha"}, 5+trips.timeouts()); !slices.Equal(alone, want) {
+		t.Errorf("sent %q alone, want %q: the releaser's first attempt goes with its block", alone, want)
 	}
-	if want := []string{"evalsha", "blmove", "evalsha", "pexpire"}; len(pipes) == 0 || !slices.Equal(pipes[0], want) {
-		t.Errorf("pipelines %q, want the first to be %q", pipes, want)
+	if want := []string{"evalsha", "blpop"}; !slices.ContainsFunc(pipes, func(p []string) bool { return slices.Equal(p, want) }) {
+		t.Errorf("pipelines %q, want one to be the requeue %q", pipes, want)
 	}
 }
 
@@ -487,18 +452,19 @@ func TestWaitForReleaseRegisteredByRelease(t *testing.T) {
 			t.Fatalf("the second waiter: %v", w2.err)
 		}
 		waitUntil(t, "the releaser to block again", func() bool { return blocked(t, env.admin, name) })
-		// The queue holds the releaser's registration alone (the second
-		// waiter's went when it obtained), and its grant list the
-		// placeholder, each with an expiry.
+		// The line holds the releaser's registration alone (the second
+		// waiter's went when it obtained), live for the hint's lapse at
+		// most, unless it attempted since (a block that timed out).
 		companions, _ := handoff.Companions([]string{key})
-		queue := companions[1]
-		ids, err := env.admin.ZRangeWithScores(ctx, queue, 0, -1).Result()
-		if err != nil || len(ids) != 1 || ids[0].Score <= 0 {
-			t.Fatalf("queue %v (%v), want one live registration", ids, err)
+		line, alive := companions[1], companions[2]
+		ids, err := env.admin.ZRange(ctx, line, 0, -1).Result()
+		if err != nil || len(ids) != 1 {
+			t.Fatalf("line %q (%v), want one registration", ids, err)
 		}
-		grants, _ := handoff.GrantList(key, ids[0].Member.(string))
-		if list, err := env.admin.LRange(ctx, grants, 0, -1).Result(); err != nil || !slices.Equal(list, []string{"~"}) {
-			t.Errorf("grant list %q (%v), want the placeholder", list, err)
+		now := env.admin.Time(ctx).Val()
+		lapse, err := env.admin.ZScore(ctx, alive, ids[0]).Result()
+		if err != nil || lapse <= float64(now.UnixMilli()) || (trips.timeouts() == 0 && lapse > float64(now.Add(handoff.RegisteredLapse).UnixMilli())) {
+			t.Errorf("the registration lapses at %v (%v), now %v: want live, for at most %v", lapse, err, now.UnixMilli(), handoff.RegisteredLapse)
 		}
 		if keys := keysWithoutTTL(t, env.admin, redistest.Tag(t)+"*"); len(keys) != 0 {
 			t.Errorf("keys without expiry: %q", keys)
@@ -512,15 +478,15 @@ func TestWaitForReleaseRegisteredByRelease(t *testing.T) {
 		}
 		defer func() { _ = last.lock.Release(ctx) }()
 		alone, pipelines, moved := trips.get()
-		if len(alone) != 0 {
-			t.Errorf("sent %q alone, want nothing: the release registered the wait", alone)
-		}
-		// A block that ended before the release (a loaded machine) costs a
-		// block and an attempt more.
+		// No registration before the first block: a block, then an
+		// attempt, as many times as blocks timed out, plus one.
 		for i, p := range pipelines {
-			if !slices.Equal(p, []string{"blmove", "evalsha"}) {
-				t.Errorf("pipeline %d: %q, want a block and an attempt", i+1, p)
+			if !slices.Equal(p, []string{"blpop"}) {
+				t.Errorf("pipeline %d: %q, want a block", i+1, p)
 			}
+		}
+		if !slices.Equal(alone, slices.Repeat([]string{"evalsha"}, len(pipelines))) {
+			t.Errorf("sent %q alone, want one attempt after each of the %d blocks: the release registered the wait", alone, len(pipelines))
 		}
 		if len(moved) == 0 || moved[len(moved)-1] == nil {
 			t.Errorf("blocks returned %v: the release did not hand the lock over", moved)
@@ -528,21 +494,20 @@ func TestWaitForReleaseRegisteredByRelease(t *testing.T) {
 	})
 }
 
-// release.lua with a waiter id (ARGV[3]) registers that waiter only when
+// release.lua with a waiter id (ARGV[2]) registers that waiter only when
 // it hands the key over: a key deleted (no live waiter) or not ours
-// registers no one and writes no grant list.
+// registers no one.
 func TestReleaseScriptRegistersOnlyWhenHandingOver(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.NewServer(t, redistest.Redis).Client(t)
 	ctx := context.Background()
 	release := redis.NewScript(luaSource(t, "lua/lib.lua", "lua/handover.lua", "lua/release.lua"))
 	key := redistest.Key(t, "lock")
-	queue, wake := waitQueue(key), wakeList(key)
-	grants := key + ":redislock:grant:next"
-	keys := []string{key, queue, wake, grants}
+	line, alive := waitQueue(key), aliveSet(key)
+	keys := []string{key, line, alive}
 	run := func() int64 {
 		t.Helper()
-		n, err := release.Run(ctx, rdb, keys, "tok", 100, "next", 3000).Int64()
+		n, err := release.Run(ctx, rdb, keys, "tok", "next.500", 3000, 1000).Int64()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -555,53 +520,56 @@ func TestReleaseScriptRegistersOnlyWhenHandingOver(t *testing.T) {
 	if n := run(); n != 1 {
 		t.Errorf("reply %d, want 1: ours and deleted", n)
 	}
-	if n := rdb.Exists(ctx, key, queue, grants).Val(); n != 0 {
-		t.Errorf("%d of the key, queue and grant list exist after a release with no waiter", n)
+	if n := rdb.Exists(ctx, key, line, alive).Val(); n != 0 {
+		t.Errorf("%d of the key and its line exist after a release with no waiter", n)
 	}
 	// Another's key: nothing written.
 	if err := rdb.Set(ctx, key, "5:other:0:", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.ZAdd(ctx, queue, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "w"}).Err(); err != nil {
-		t.Fatal(err)
-	}
+	registerGhost(t, &waitEnv{admin: rdb}, key, "w.500")
 	if n := run(); n != 0 {
 		t.Errorf("reply %d, want 0: not ours", n)
 	}
-	if n := rdb.Exists(ctx, grants).Val(); n != 0 || rdb.ZScore(ctx, queue, "next").Err() != redis.Nil {
+	if rdb.ZScore(ctx, line, "next.500").Err() != redis.Nil {
 		t.Error("a release of another's key registered the waiter")
 	}
-	// Ours with a live waiter: handed over (reply 1*2+1) and registered,
-	// behind the waiter, with the placeholder and expiries.
+	// Ours with a live waiter: handed over (reply 1*2+1) and registered
+	// behind the waiter, live for a second, with expiries.
 	if err := rdb.Set(ctx, key, "3:tok:0:", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	score := rdb.ZScore(ctx, queue, "w").Val()
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if n := run(); n != 3 {
 		t.Errorf("reply %d, want 3: ours and handed over", n)
 	}
-	// The commands it ran: the handover's, and the registration's, whose
-	// ZADD is the mark's (11 in all; 12 before the two were one).
+	// The commands it ran: the handover's (the oldest live registration,
+	// its mark, its grant, the reservation) and the registration's (a new
+	// arrival: lapsed entries looked for).
 	want := map[string]int64{
-		"evalsha": 1, "get": 1, "time": 1, "zrange": 1, "zadd": 1, "rpush": 2,
-		"pexpire": 3, "set": 1, "zremrangebyscore": 1,
+		"evalsha": 1, "get": 1, "time": 1, "zrangebyscore": 2, "zscore": 1, "zadd": 3, "rpush": 1,
+		"pexpire": 3, "set": 1,
 	}
 	if got := commandCounts(t, rdb); !maps.Equal(got, want) {
 		t.Errorf("a release that hands over and registers ran %v, want %v", got, want)
 	}
-	marks, err := rdb.ZRangeWithScores(ctx, queue, 0, -1).Result()
-	if err != nil || len(marks) != 2 || marks[0].Member != "w" || marks[0].Score != -score || marks[1].Member != "next" || marks[1].Score <= 0 {
-		t.Errorf("queue %v (%v), want the waiter marked (score %v), then the releaser registered", marks, err, -score)
+	checkReservedFor(t, rdb, key, "w.500", 500*time.Millisecond)
+	ids, err := rdb.ZRange(ctx, line, 0, -1).Result()
+	if err != nil || !slices.Equal(ids, []string{"w.500", "next.500"}) {
+		t.Errorf("line %q (%v), want the waiter served, then the releaser", ids, err)
 	}
-	if list := rdb.LRange(ctx, grants, 0, -1).Val(); !slices.Equal(list, []string{"~"}) {
-		t.Errorf("grant list %q, want the placeholder", list)
+	now := float64(rdb.Time(ctx).Val().UnixMilli())
+	if served := rdb.ZScore(ctx, alive, "w.500").Val(); served >= -now || served < -(now+500) {
+		t.Errorf("the served waiter's lapse is %v, want marked until its claim window ends (now %v)", served, now)
 	}
-	for _, k := range []string{queue, grants} {
-		if ttl := rdb.PTTL(ctx, k).Val(); ttl <= 0 || ttl > 6*time.Second {
-			t.Errorf("%s: PTTL %v, want an expiry within twice the registration", k, ttl)
+	if next := rdb.ZScore(ctx, alive, "next.500").Val(); next <= now || next > now+1000 {
+		t.Errorf("the releaser's lapse is %v, want live for a second at most (now %v)", next, now)
+	}
+	for _, k := range []string{line, alive} {
+		if ttl := rdb.PTTL(ctx, k).Val(); ttl <= 0 || ttl > 3*time.Second {
+			t.Errorf("%s: PTTL %v, want an expiry within the registration's life", k, ttl)
 		}
 	}
 }

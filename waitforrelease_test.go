@@ -110,14 +110,15 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // waitCounter is a go-redis hook that counts what a waiter sends.
 type waitCounter struct {
 	mu       sync.Mutex
-	sending  int // BLMOVE calls sent, counted before their reply
-	evals    int // script calls, in pipelines or not
-	blocks   int // BLMOVE calls
-	timeouts int // BLMOVE calls that timed out
-	grants   int // attempts that obtained the lock with a grant just popped
+	sending  int  // BLPOP calls sent, counted before their reply
+	evals    int  // script calls, in pipelines or not
+	blocks   int  // BLPOP calls
+	timeouts int  // BLPOP calls that timed out
+	grants   int  // attempts that obtained the lock right after a block popped a grant
+	popped   bool // the last block popped a grant
 }
 
-// sent returns the BLMOVE calls sent so far, replied to or not.
+// sent returns the BLPOP calls sent so far, replied to or not.
 func (c *waitCounter) sent() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -138,6 +139,12 @@ func (c *waitCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if n := cmd.Name(); n == "evalsha" || n == "eval" {
 			c.mu.Lock()
 			c.evals++
+			if v, ok := cmd.(*redis.Cmd); ok && c.popped {
+				if fence, ok := v.Val().(int64); ok && fence >= 0 && fence != 1 {
+					c.grants++
+				}
+			}
+			c.popped = false
 			c.mu.Unlock()
 		}
 		return err
@@ -148,7 +155,7 @@ func (c *waitCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		c.mu.Lock()
 		for _, cmd := range cmds {
-			if cmd.Name() == "blmove" {
+			if cmd.Name() == "blpop" {
 				c.sending++
 			}
 		}
@@ -156,20 +163,15 @@ func (c *waitCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		err := next(ctx, cmds)
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		for i, cmd := range cmds {
+		for _, cmd := range cmds {
 			switch cmd.Name() {
 			case "evalsha", "eval":
 				c.evals++
-			case "blmove":
+			case "blpop":
 				c.blocks++
+				c.popped = cmd.Err() == nil
 				if errors.Is(cmd.Err(), redis.Nil) {
 					c.timeouts++
-				} else if cmd.Err() == nil && i+1 < len(cmds) {
-					if next, ok := cmds[i+1].(*redis.Cmd); ok {
-						if fence, ok := next.Val().(int64); ok && fence >= 0 {
-							c.grants++
-						}
-					}
 				}
 			}
 		}
@@ -177,10 +179,10 @@ func (c *waitCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	}
 }
 
-// waitQueue and wakeList name the companions of a lock key with a hash tag
+// waitQueue and aliveSet name the companions of a lock key with a hash tag
 // (see internal/handoff.Companions).
 func waitQueue(key string) string { return key + ":redislock:waiters" }
-func wakeList(key string) string  { return key + ":redislock:wake" }
+func aliveSet(key string) string  { return key + ":redislock:alive" }
 
 func waitOpt() *redislock.Options {
 	// The fallback would poll once an hour: a waiter that gets the lock
@@ -227,25 +229,20 @@ func TestWaitForReleaseWakesOnRelease(t *testing.T) {
 			t.Fatalf("waiter: %v", got.err)
 		}
 		evals, blocks, timeouts, grants := counter.counts()
-		// One attempt that failed and registered, one block, and the attempt
-		// that Redis ran as soon as the release served the block.
-		if grants != 1 || evals != 2 || blocks-timeouts != 1 {
+		// One attempt that failed and registered, one block that the
+		// release served, and the attempt after it; a block that timed out
+		// first costs an attempt more.
+		if grants != 1 || evals-timeouts != 2 || blocks-timeouts != 1 {
 			t.Errorf("waiter sent %d attempts and %d blocks (%d timed out), obtained with %d grants; want 2, 1 (+ timeouts), 1",
 				evals, blocks, timeouts, grants)
 		}
 		if err := got.lock.Release(ctx); err != nil {
 			t.Fatalf("waiter's Release: %v", err)
 		}
-		for _, k := range []string{key, waitQueue(key)} {
+		for _, k := range []string{key, waitQueue(key), aliveSet(key)} {
 			if mustExist(t, env.admin, k) {
 				t.Errorf("%s left behind", k)
 			}
-		}
-		// The wake-up list may hold a last wake-up, for 100 ms, for a
-		// waiter whose registration the last handover dropped (see
-		// lua/handover.lua).
-		if ttl := env.admin.PTTL(context.Background(), wakeList(key)).Val(); ttl > 100*time.Millisecond || ttl == -time.Nanosecond {
-			t.Errorf("%s left behind with PTTL %v", wakeList(key), ttl)
 		}
 	})
 }
@@ -253,20 +250,10 @@ func TestWaitForReleaseWakesOnRelease(t *testing.T) {
 func TestWaitForReleaseFirstComeFirstServed(t *testing.T) {
 	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
 		for _, shared := range []bool{false, true} {
-			// Waiters that block on their own connections are served in the
-			// order they blocked; one whose block ended before the release
-			// (a slow test machine: 250 ms) blocked again behind the others,
-			// so the round is run again.
-			for round := 1; ; round++ {
-				order, reblocked := firstComeFirstServed(t, env, shared)
-				if reblocked && round < 5 {
-					t.Logf("shared client %t, round %d: a block ended before the release; again", shared, round)
-					continue
-				}
-				if want := []int{0, 1, 2, 3}; !slices.Equal(order, want) {
-					t.Errorf("shared client %t: waiters obtained the lock in the order %v, want %v", shared, order, want)
-				}
-				break
+			// Waiters are served in the order they arrived, whether their
+			// blocks ended and began again meanwhile or not.
+			if order := firstComeFirstServed(t, env, shared); !slices.Equal(order, []int{0, 1, 2, 3}) {
+				t.Errorf("shared client %t: waiters obtained the lock in the order %v, want [0 1 2 3]", shared, order)
 			}
 		}
 	})
@@ -274,11 +261,8 @@ func TestWaitForReleaseFirstComeFirstServed(t *testing.T) {
 
 // firstComeFirstServed starts four waiters, one after the other, on their
 // own clients or sharing one, then releases the lock they wait for, and
-// returns the order in which they obtained it. reblocked reports a waiter
-// on its own client that blocked more than once: its first block ended
-// without the lock (before the release, on a slow machine), and it
-// blocked again behind the others.
-func firstComeFirstServed(t *testing.T, env *waitEnv, shared bool) (order []int, reblocked bool) {
+// returns the order in which they obtained it.
+func firstComeFirstServed(t *testing.T, env *waitEnv, shared bool) (order []int) {
 	ctx := context.Background()
 	key := redistest.Key(t, fmt.Sprintf("lock-%t-%d", shared, clientSeq.Add(1)))
 	holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
@@ -290,7 +274,6 @@ func firstComeFirstServed(t *testing.T, env *waitEnv, shared bool) (order []int,
 		wg         sync.WaitGroup
 		sharedName = clientName("shared")
 		one        = env.newClient(sharedName)
-		counters   []*waitCounter
 	)
 	const waiters = 4
 	for i := range waiters {
@@ -298,9 +281,6 @@ func firstComeFirstServed(t *testing.T, env *waitEnv, shared bool) (order []int,
 		rdb := one
 		if !shared {
 			rdb = env.newClient(name)
-			c := &waitCounter{}
-			rdb.AddHook(c)
-			counters = append(counters, c)
 		}
 		wg.Go(func() {
 			lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, waitOpt())
@@ -334,13 +314,7 @@ func firstComeFirstServed(t *testing.T, env *waitEnv, shared bool) (order []int,
 		t.Fatalf("holder's Release: %v", err)
 	}
 	wg.Wait()
-	// Counted after the waits, not before the release: a block that timed
-	// out just before it (the attempt after it still on its way back, the
-	// next block not sent yet) shows only then.
-	for _, c := range counters {
-		reblocked = reblocked || c.sent() != 1
-	}
-	return order, reblocked
+	return order
 }
 
 func TestWaitForReleaseHolderDies(t *testing.T) {
@@ -380,134 +354,107 @@ func TestWaitForReleaseHolderDies(t *testing.T) {
 	})
 }
 
-// ghost plays a waiter whose process is gone: registered in the wait
-// queue, and blocked on the wake-up list through a connection of its own.
+// ghost plays a waiter that no longer answers (its process died or was
+// stopped, its host cut off): registered in the key's line, live for a
+// minute, and blocked on its grant list through a connection of its own
+// (BLPOP, whose grant nobody then takes). Its claim window is 100 ms.
 type ghost struct {
 	rdb  redis.UniversalClient
 	name string
+	id   string
 	done chan error
 }
 
+const ghostClaim = 100 * time.Millisecond
+
 func newGhost(t *testing.T, env *waitEnv, key string) *ghost {
 	t.Helper()
-	ctx := context.Background()
-	g := &ghost{name: clientName("ghost"), done: make(chan error, 1)}
+	g := &ghost{name: clientName("ghost"), id: "GHOST.100", done: make(chan error, 1)}
 	g.rdb = env.newClient(g.name)
+	registerGhost(t, env, key, g.id)
+	go func() {
+		g.done <- g.rdb.BLPop(context.Background(), 5*time.Second, waitQueue(key)+":"+g.id).Err()
+	}()
+	waitUntil(t, "the ghost to block", func() bool { return blocked(t, env.admin, g.name) })
+	return g
+}
+
+// registerGhost registers waiter id in key's line, as its first failed
+// attempt would, live for a minute.
+func registerGhost(t *testing.T, env *waitEnv, key, id string) {
+	t.Helper()
+	ctx := context.Background()
 	now, err := env.admin.Time(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := env.admin.ZAdd(ctx, waitQueue(key), redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: "ghost"}).Err(); err != nil {
+	_, err = env.admin.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAddNX(ctx, waitQueue(key), redis.Z{Score: float64(now.UnixMicro()), Member: id})
+		p.ZAdd(ctx, aliveSet(key), redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: id})
+		p.PExpire(ctx, waitQueue(key), time.Minute)
+		p.PExpire(ctx, aliveSet(key), time.Minute)
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		g.done <- g.rdb.Do(ctx, "blmove", wakeList(key), key+":ghost-grants", "left", "left", "2").Err()
-	}()
-	waitUntil(t, "the ghost to block", func() bool { return blocked(t, env.admin, g.name) })
-	t.Cleanup(func() { env.admin.Del(context.Background(), key+":ghost-grants") })
-	return g
 }
 
+// checkReservedFor checks that key is reserved for waiter id, for at most
+// its claim window.
+func checkReservedFor(t *testing.T, admin redis.UniversalClient, key, id string, claim time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	v, err := admin.Get(ctx, key).Result()
+	if want := strconv.Itoa(len(id)+1) + ":~" + id + ":0:"; err != nil || v != want {
+		t.Fatalf("%s = %q (%v), want the reservation %q", key, v, err, want)
+	}
+	if pttl := admin.PTTL(ctx, key).Val(); pttl <= 0 || pttl > claim {
+		t.Errorf("the reservation for %s lasts %v, want at most its claim window %v", id, pttl, claim)
+	}
+}
+
+// A waiter that no longer answers keeps the key at most its claim window,
+// once: blocked (its grant popped by Redis and never taken), or
+// registered and not blocked. The live waiter behind it then gets the
+// lock, and the ghost has left the line.
 func TestWaitForReleaseDeadWaiters(t *testing.T) {
 	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
-		ctx := context.Background()
-
-		t.Run("blocked", func(t *testing.T) {
-			// A waiter killed while it blocks: Redis drops its connection and
-			// serves the next one.
-			key := redistest.Key(t, "lock")
-			holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
-			if err != nil {
-				t.Fatalf("holder: %v", err)
-			}
-			g := newGhost(t, env, key)
-			_ = g.rdb.Close() // its process dies
-			if err := <-g.done; err == nil {
-				t.Fatal("the ghost's BLMOVE succeeded on a closed client")
-			}
-			waitUntil(t, "the ghost's connection to close", func() bool { return !blocked(t, env.admin, g.name) })
-
-			name := clientName("live")
-			rdb := env.newClient(name)
-			counter := &waitCounter{}
-			rdb.AddHook(counter)
-			done := obtainAsync(ctx, rdb, key, time.Minute, waitOpt())
-			waitUntil(t, "the live waiter to block", func() bool { return blocked(t, env.admin, name) })
-			if err := holder.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
-			got := <-done
-			if got.err != nil {
-				t.Fatalf("live waiter: %v", got.err)
-			}
-			if _, _, _, grants := counter.counts(); grants != 1 {
-				t.Errorf("live waiter obtained with %d grants, want 1: the ghost's wake-up went astray", grants)
-			}
-			_ = got.lock.Release(ctx)
-		})
-
-		t.Run("woken", func(t *testing.T) {
-			// A waiter that dies after its wake-up: its reservation expires
-			// and the next waiter takes the lock at its next attempt, within
-			// a block (at most about 350 ms), not at the holder's TTL.
-			key := redistest.Key(t, "lock")
-			holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
-			if err != nil {
-				t.Fatalf("holder: %v", err)
-			}
-			g := newGhost(t, env, key)
-			name := clientName("live")
-			done := obtainAsync(ctx, env.newClient(name), key, time.Minute, waitOpt())
-			waitUntil(t, "the live waiter to block", func() bool { return blocked(t, env.admin, name) })
-			released := time.Now()
-			if err := holder.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-g.done; err != nil {
-				t.Fatalf("ghost's BLMOVE: %v", err) // it got the grant, and dies with it
-			}
-			got := <-done
-			if got.err != nil {
-				t.Fatalf("live waiter: %v", got.err)
-			}
-			if stall := got.at.Sub(released); stall > time.Second {
-				t.Errorf("a dead waiter stalled the next one for %v", stall)
-			} else {
-				t.Logf("a dead waiter stalled the next one for %v", stall)
-			}
-			_ = got.lock.Release(ctx)
-		})
-
-		t.Run("registered", func(t *testing.T) {
-			// A waiter that died registered, with nobody else waiting: the
-			// release reserves the key for it (100 ms), and a newcomer that
-			// waits takes the grant left for it at once.
-			key := redistest.Key(t, "lock")
-			holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
-			if err != nil {
-				t.Fatalf("holder: %v", err)
-			}
-			now, err := env.admin.Time(ctx).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			env.admin.ZAdd(ctx, waitQueue(key), redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: "ghost"})
-			rdb := env.newClient(clientName("newcomer"))
-			counter := &waitCounter{}
-			rdb.AddHook(counter)
-			if err := holder.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
-			lock, err := redislock.Obtain(ctx, rdb, key, time.Minute, waitOpt())
-			if err != nil {
-				t.Fatalf("newcomer: %v", err)
-			}
-			if _, _, _, grants := counter.counts(); grants != 1 {
-				t.Errorf("newcomer obtained with %d grants, want the one left for the dead waiter", grants)
-			}
-			_ = lock.Release(ctx)
-			env.admin.Del(ctx, waitQueue(key))
-		})
+		for _, blocking := range []bool{true, false} {
+			t.Run(fmt.Sprintf("blocking=%t", blocking), func(t *testing.T) {
+				ctx := context.Background()
+				key := redistest.Key(t, "lock")
+				holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
+				if err != nil {
+					t.Fatalf("holder: %v", err)
+				}
+				id := "GHOST.100"
+				if blocking {
+					id = newGhost(t, env, key).id
+				} else {
+					registerGhost(t, env, key, id)
+				}
+				name := clientName("live")
+				done := obtainAsync(ctx, env.newClient(name), key, time.Minute, waitOpt())
+				waitUntil(t, "the live waiter to register", func() bool {
+					return env.admin.ZCard(ctx, waitQueue(key)).Val() == 2
+				})
+				released := time.Now()
+				if err := holder.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				checkReservedFor(t, env.admin, key, id, ghostClaim)
+				got := <-done
+				if got.err != nil {
+					t.Fatalf("live waiter: %v", got.err)
+				}
+				t.Logf("a waiter that does not answer stalled the next one for %v", got.at.Sub(released))
+				if n := env.admin.ZScore(ctx, waitQueue(key), id).Err(); !errors.Is(n, redis.Nil) {
+					t.Errorf("the ghost is still in the line (%v)", n)
+				}
+				_ = got.lock.Release(ctx)
+			})
+		}
 	})
 }
 
@@ -582,7 +529,7 @@ func TestWaitForReleaseContext(t *testing.T) {
 }
 
 // Many short holds by waiters on their own clients and on a shared one: one
-// holder at a time, and no wake-up missed (no block ends without one).
+// holder at a time, every waiter served, handovers made, nothing left.
 func TestWaitForReleaseStress(t *testing.T) {
 	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
 		ctx := context.Background()
@@ -630,20 +577,18 @@ func TestWaitForReleaseStress(t *testing.T) {
 			_, b, to, g := c.counts()
 			blocks, timeouts, grants = blocks+b, timeouts+to, grants+g
 		}
-		t.Logf("%d acquisitions in %v: %d blocks, %d with a grant", workers*rounds, time.Since(start), blocks, grants)
-		if timeouts != 0 {
-			t.Errorf("%d blocks of %d ended without a wake-up while the lock went round", timeouts, blocks)
+		// Blocks may time out: a waiter blocks for as long as it has
+		// waited (at least 250 ms), and on a loaded machine seven others
+		// can take longer than that to go round. The line's order and its
+		// wake-ups are checked script by script by TestLineScripts.
+		t.Logf("%d acquisitions in %v: %d blocks (%d timed out), %d obtained with a grant", workers*rounds, time.Since(start), blocks, timeouts, grants)
+		if grants == 0 {
+			t.Errorf("no acquisition of %d came with a grant: nothing was handed over", workers*rounds)
 		}
-		for _, k := range []string{key, waitQueue(key)} {
+		for _, k := range []string{key, waitQueue(key), aliveSet(key)} {
 			if mustExist(t, env.admin, k) {
 				t.Errorf("%s left behind", k)
 			}
-		}
-		// The wake-up list may hold a last wake-up, for 100 ms, for a
-		// waiter whose registration the last handover dropped (see
-		// lua/handover.lua).
-		if ttl := env.admin.PTTL(context.Background(), wakeList(key)).Val(); ttl > 100*time.Millisecond || ttl == -time.Nanosecond {
-			t.Errorf("%s left behind with PTTL %v", wakeList(key), ttl)
 		}
 	})
 }
@@ -951,7 +896,7 @@ func flushScripts(t *testing.T, admin redis.UniversalClient) {
 // of its wait: from then on, nothing it sends reaches Redis.
 type dyingClient struct {
 	mu   sync.Mutex
-	step string // "registered": after its first attempt; "woken": after a block that returned a grant, when its attempt failed with NOSCRIPT
+	step string // "registered": after its first attempt; "woken": after a block that returned a grant
 	dead bool
 }
 
@@ -992,22 +937,18 @@ func (d *dyingClient) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 			return errDied
 		}
 		err := next(ctx, cmds)
-		if d.step == "woken" && len(cmds) > 0 && cmds[0].Name() == "blmove" && cmds[0].Err() == nil {
-			last := cmds[len(cmds)-1]
-			if last.Err() != nil && strings.HasPrefix(last.Err().Error(), "NOSCRIPT") {
-				d.mu.Lock()
-				d.dead = true
-				d.mu.Unlock()
-			}
+		if d.step == "woken" && len(cmds) > 0 && cmds[len(cmds)-1].Name() == "blpop" && cmds[len(cmds)-1].Err() == nil {
+			d.mu.Lock()
+			d.dead = true
+			d.mu.Unlock()
 		}
 		return err
 	}
 }
 
 // Issue 11 item 5: whatever step a waiter dies at, every key the library
-// created expires by itself. The grant list that BLMOVE creates is the one
-// at risk: a waiter woken on a server that forgot the scripts, which dies
-// before its EVAL.
+// created expires by itself: its registration, the key reserved for it,
+// its grant list.
 func TestWaitForReleaseDyingWaiterLeavesNoKeyForever(t *testing.T) {
 	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
 		for _, step := range []string{"registered", "blocked", "woken"} {
@@ -1033,7 +974,6 @@ func TestWaitForReleaseDyingWaiterLeavesNoKeyForever(t *testing.T) {
 					_ = rdb.Close()
 				case "woken":
 					waitUntil(t, "the waiter to block", func() bool { return blocked(t, env.admin, name) })
-					flushScripts(t, env.admin)
 				}
 				if err := holder.Release(ctx); err != nil {
 					t.Fatal(err)
@@ -1111,8 +1051,8 @@ func TestWaitForReleaseTaggedAndUntaggedKeys(t *testing.T) {
 
 // Issue 11 item 9: while a holder that does not wait for events keeps a
 // key busy (no handover), waiters that crash one after the other do not make
-// its queue grow: a dead registration lapses (3 s) and is dropped at the
-// next registration. Set REDISLOCK_CRASH_LOOP (a duration) for a longer
+// its line grow: a dead registration lapses (3 s) and is dropped at the
+// next arrival. Set REDISLOCK_CRASH_LOOP (a duration) for a longer
 // run.
 func TestWaitForReleaseCrashLoopQueueBounded(t *testing.T) {
 	duration := 6 * time.Second
@@ -1222,7 +1162,7 @@ func TestWaitForReleaseDeadlineAtLowHz(t *testing.T) {
 // The commands Redis runs per step of WaitForRelease (script internals
 // included, INFO commandstats), on a server of its own: an uncontended
 // obtain runs no command of the waiting machinery, and one handover runs
-// 23 commands in all (96ede5c: 24, 25 and 28 before this count was cut;
+// 24 commands in all (23 before the line kept arrival order; 96ede5c: 24;
 // docs/waiting.md lists them).
 func TestWaitForReleaseCommandsPerStep(t *testing.T) {
 	t.Parallel()
@@ -1273,19 +1213,21 @@ func TestWaitForReleaseCommandsPerStep(t *testing.T) {
 		t.Fatal(got.err)
 	}
 	defer func() { _ = got.lock.Release(ctx) }()
-	// The waiter's registration (the key held: its expiry is read), its
-	// block, the holder's release (a handover) and the waiter's attempt
-	// that follows its block.
+	// The waiter's registration (the key held: its expiry is read; a new
+	// arrival, so lapsed entries are looked for), its block, the holder's
+	// release (a handover: the oldest live registration, its mark, its
+	// grant, the reservation) and the waiter's attempt after its block
+	// (the key reserved for it: taken, and its registration removed).
 	want := map[string]int64{
-		"evalsha": 3, "blmove": 1,
-		"get": 3, "pttl": 1, "time": 2, "zremrangebyscore": 1, "zadd": 2, "pexpire": 3, "rpush": 2,
-		"zrange": 1, "set": 2, "lpop": 1, "zrem": 1,
+		"evalsha": 3, "blpop": 1,
+		"get": 3, "pttl": 1, "time": 2, "zadd": 3, "zrangebyscore": 2, "pexpire": 3,
+		"zscore": 1, "rpush": 1, "set": 2, "zrem": 2,
 	}
 	stats := calls()
 	// A block that ended before the release (a loaded machine) costs a
-	// block and an attempt that registers again.
-	for range stats["blmove"] - 1 {
-		for cmd, n := range map[string]int64{"evalsha": 1, "blmove": 1, "lpop": 1, "get": 1, "pttl": 1, "time": 1, "zremrangebyscore": 1, "zadd": 1, "pexpire": 2, "rpush": 1} {
+	// block and an attempt that renews the registration.
+	for range stats["blpop"] - 1 {
+		for cmd, n := range map[string]int64{"blpop": 1, "evalsha": 1, "get": 1, "pttl": 1, "time": 1, "zadd": 2, "pexpire": 2} {
 			want[cmd] += n
 		}
 	}
@@ -1296,43 +1238,5 @@ func TestWaitForReleaseCommandsPerStep(t *testing.T) {
 	for _, n := range stats {
 		total += n
 	}
-	t.Logf("one handover: %d commands (%d blocks)", total, stats["blmove"])
-}
-
-// A handover leaves its grant alone on the wake-up list: a grant that no
-// client took (none blocked since it was pushed) is dropped, so that the
-// next client to block gets the grant that matches the reservation.
-func TestWaitForReleaseStaleGrantDropped(t *testing.T) {
-	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
-		ctx := context.Background()
-		key := redistest.Key(t, "lock")
-		holder, err := redislock.Obtain(ctx, env.admin, key, time.Minute, waitOpt())
-		if err != nil {
-			t.Fatal(err)
-		}
-		crashWaiter(t, env, []string{key}) // registered, blocked on nothing
-		if err := env.admin.RPush(ctx, wakeList(key), "~1.2.1").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := env.admin.PExpire(ctx, wakeList(key), time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := holder.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		grants, err := env.admin.LRange(ctx, wakeList(key), 0, -1).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := env.admin.Get(ctx, key).Result()
-		if err != nil {
-			t.Fatalf("the key after the handover: %v", err)
-		}
-		if len(grants) != 1 || !strings.HasPrefix(v, fmt.Sprintf("%d:%s:", len(grants[0]), grants[0])) {
-			t.Fatalf("wake-up list %q, key %q: want the one grant the key is reserved for", grants, v)
-		}
-		if ttl := env.admin.PTTL(ctx, wakeList(key)).Val(); ttl <= 0 || ttl > 100*time.Millisecond {
-			t.Errorf("wake-up list's PTTL %v, want the reservation's (100 ms)", ttl)
-		}
-	})
+	t.Logf("one handover: %d commands (%d blocks)", total, stats["blpop"])
 }

@@ -59,11 +59,9 @@ func wrongType(ctx context.Context, client RedisClient, keys []string, err error
 func expectedType(keys []string, i int) string {
 	k := keys[i]
 	switch {
-	case strings.Contains(k, ":redislock:waiters"), strings.Contains(k, ":redislock:rw:readers"),
-		strings.Contains(k, ":redislock:rw:writers"):
+	case strings.Contains(k, ":redislock:waiters"), strings.Contains(k, ":redislock:alive"),
+		strings.Contains(k, ":redislock:rw:readers"), strings.Contains(k, ":redislock:rw:writers"):
 		return "zset"
-	case strings.Contains(k, ":redislock:wake"), strings.Contains(k, ":redislock:grant:"):
-		return "list"
 	case strings.Contains(k, permitsSuffix), strings.Contains(k, ":redislock:rw:holds"):
 		return "hash"
 	case i == 0 && len(keys) > 1 && strings.Contains(keys[1], permitsSuffix):
@@ -81,8 +79,8 @@ func holder(key, typ string) string {
 		return "string (a lock's key, an election's or a fence counter)"
 	case typ == "zset" && strings.Contains(key, ":redislock:rw:"):
 		return "zset (an RWMutex's)"
-	case typ == "zset" && strings.Contains(key, ":redislock:waiters"):
-		return "zset (a wait queue)"
+	case typ == "zset" && (strings.Contains(key, ":redislock:waiters") || strings.Contains(key, ":redislock:alive")):
+		return "zset (a wait line)"
 	case typ == "zset":
 		return "zset (a semaphore's key)"
 	case typ == "hash":

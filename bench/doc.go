@@ -16,13 +16,20 @@
 //     the floor there is a fair handover with no lock around it (a list
 //     holding one token: BLPOP takes it, RPUSH hands it on), the least a
 //     handover to the client blocked longest costs;
-//  5. 10,000 locks held at once: Redis memory per lock;
-//  6. the semaphore; 7. the read-write lock; 8. native commands beside
-//     scripts (on Valkey 9);
-//  9. 1,000, 10,000 and 100,000 locks held at once, each kept alive by a
-//     KeepAlive of its own or all by one Session: goroutines, Go heap per
-//     lock, round trips, Redis CPU per lease refresh, leases lost
-//     (docs/sessions.md).
+//  5. 10,000 locks held at once: Redis memory per lock.
+//
+// and, after workloads 6–8 (semaphore, read-write lock, native commands):
+//
+//  9. Obtain+Release on 3 and 5 independent redis-servers of their own
+//     (issue 35): this module's Quorum, unfenced and with a FenceKey,
+//     beside redsync's Redlock (redsync.New with one goredis/v9 pool per
+//     server) and a floor of two rounds of PING to every server, in turns:
+//     time, allocations, round trips and commands per operation, and the
+//     issue's targets (go run . -quorum-only runs it alone);
+//  10. 1,000, 10,000 and 100,000 locks held at once, each kept alive by a
+//     KeepAlive of its own or all by one Session (issue 34): goroutines, Go
+//     heap per lock, round trips, Redis CPU per lease refresh, leases lost
+//     (docs/sessions.md; go run . -sessions-only runs it alone).
 //
 // In workloads 1–3 the libraries take turns, in a new random order each
 // cycle (one operation per turn with one goroutine, 20 ms of all goroutines
@@ -36,7 +43,7 @@
 //
 //	go run . -out results
 //
-// It takes about three and a half minutes on two cores (workload 9 about
+// It takes about three and a half minutes on two cores (workload 10 about
 // 45 s of it); go run . -h lists the durations that can be changed.
 //
 // With -contention it prints one table instead (make bench-contention,

@@ -44,11 +44,13 @@ func main() {
 	flag.StringVar(&p.addr, "addr", "", "address of a Redis server to use instead of starting one; its INFO commandstats must see no other traffic")
 	flag.StringVar(&p.nativeAddr, "native-addr", "", "address of a Valkey 9 (or Redis 8.4) server for workload 8 instead of starting Valkey 9.1; nothing else may use it")
 	flag.IntVar(&p.nativeOps, "native-ops", 5000, "obtains, refreshes and releases of workload 8, each way")
-	flag.DurationVar(&p.sessWindow, "sessions", 5*time.Second, "measurement of each row of workload 9 (locks held at once, kept by a KeepAlive each or by one Session), after a second of settling")
-	flag.StringVar(&p.sessCounts, "sessions-locks", "1000,10000,100000", "the numbers of locks held in workload 9, comma-separated")
-	flag.IntVar(&p.sessKeepAlive, "sessions-keepalive-max", 10000, "the most locks that workload 9 keeps alive with a KeepAlive each (rows above it are skipped)")
-	flag.IntVar(&p.sessUnmerged, "sessions-unmerged", 10000, "the number of locks at which workload 9 also runs a session that sends a refresh.lua call per lock (0: never)")
-	flag.BoolVar(&p.sessOnly, "sessions-only", false, "run workload 9 only and print its table")
+	flag.DurationVar(&p.quorum, "quorum", 5*time.Second, "turns of workload 9 (Quorum beside redsync's Redlock) for each number of masters")
+	flag.BoolVar(&p.quorumOnly, "quorum-only", false, "run workload 9 only and print its section")
+	flag.DurationVar(&p.sessWindow, "sessions", 5*time.Second, "measurement of each row of workload 10 (locks held at once, kept by a KeepAlive each or by one Session), after a second of settling")
+	flag.StringVar(&p.sessCounts, "sessions-locks", "1000,10000,100000", "the numbers of locks held in workload 10, comma-separated")
+	flag.IntVar(&p.sessKeepAlive, "sessions-keepalive-max", 10000, "the most locks that workload 10 keeps alive with a KeepAlive each (rows above it are skipped)")
+	flag.IntVar(&p.sessUnmerged, "sessions-unmerged", 10000, "the number of locks at which workload 10 also runs a session that sends a refresh.lua call per lock (0: never)")
+	flag.BoolVar(&p.sessOnly, "sessions-only", false, "run workload 10 only and print its table")
 	flag.Parse()
 	if err := flag.Set("test.benchtime", p.benchtime.String()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -82,7 +84,10 @@ type program struct {
 	nativeOps    int
 	nativeServer string // set by runNative
 
-	sessWindow    time.Duration
+	quorum     time.Duration // workload 9, for each number of masters
+	quorumOnly bool
+
+	sessWindow    time.Duration // workload 10
 	sessCounts    string
 	sessKeepAlive int
 	sessUnmerged  int
@@ -136,7 +141,7 @@ func (p *program) run(ctx context.Context) error {
 		return err
 	}
 	if p.sessOnly {
-		logf("workload 9: locks held at once, %v per row", p.sessWindow)
+		logf("workload 10: locks held at once, %v per row", p.sessWindow)
 		rows, err := sessions.run(ctx)
 		if err != nil {
 			return err
@@ -156,6 +161,23 @@ func (p *program) run(ctx context.Context) error {
 		}
 		var md strings.Builder
 		rw.writeMarkdown(&md)
+		fmt.Print(md.String())
+		return nil
+	}
+
+	// Workload 9's masters start now: without persistence, a master
+	// takes no lock of a quorum until it has been up for its MaxTTL.
+	quorumAddrs, err := redistest.SharedQuorumAddrs(redistest.Redis, quorumSizes[len(quorumSizes)-1])
+	if err != nil {
+		return err
+	}
+	if p.quorumOnly {
+		rows, err := p.runQuorum(ctx, quorumAddrs)
+		if err != nil {
+			return err
+		}
+		var md strings.Builder
+		writeQuorum(&md, rows, p.quorum)
 		fmt.Print(md.String())
 		return nil
 	}
@@ -189,7 +211,11 @@ func (p *program) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	logf("workload 9: locks held at once, %v per row", p.sessWindow)
+	quorum, err := p.runQuorum(ctx, quorumAddrs)
+	if err != nil {
+		return err
+	}
+	logf("workload 10: locks held at once, %v per row", p.sessWindow)
 	sessRows, err := sessions.run(ctx)
 	if err != nil {
 		return err
@@ -197,12 +223,12 @@ func (p *program) run(ctx context.Context) error {
 	env.Elapsed = time.Since(start)
 
 	rep := &report{Env: env, Libraries: libs, Micro: micro, Hot: hot, Memory: mem, HotDuration: p.hotDuration, HotRounds: p.hotRounds, MicroTime: p.micro, MicroParallel: p.microParallel, Slice: p.slice,
-		Native: native, NativeServer: p.nativeServer, NativeOps: p.nativeOps}
+		Native: native, NativeServer: p.nativeServer, NativeOps: p.nativeOps, Quorum: quorum, QuorumTime: p.quorum}
 	var md strings.Builder
 	rep.writeMarkdown(&md)
 	md.WriteString("\n## Semaphore (issue 16)\n\n" + semMD)
 	rw.writeMarkdown(&md)
-	md.WriteString("\n## 9. Many locks held at once: a KeepAlive each, or one Session (issue 34)\n\n")
+	md.WriteString("\n## Many locks held at once: a KeepAlive each, or one Session (issue 34)\n\n")
 	writeSessions(&md, sessRows, p.sessWindow)
 	var svg strings.Builder
 	writeChart(&svg, rep)
@@ -241,7 +267,7 @@ func (p *program) runNative(ctx context.Context) ([]nativeRow, error) {
 	return (&nativeSuite{addr: addr, ops: p.nativeOps, log: logf}).run(ctx)
 }
 
-// sessionSuite returns workload 9 as the flags say.
+// sessionSuite returns workload 10 as the flags say.
 func (p *program) sessionSuite(addr string) (*sessSuite, error) {
 	s := &sessSuite{addr: addr, window: p.sessWindow, keepAlive: p.sessKeepAlive, unmerged: p.sessUnmerged, log: logf}
 	for f := range strings.SplitSeq(p.sessCounts, ",") {
@@ -252,6 +278,15 @@ func (p *program) sessionSuite(addr string) (*sessSuite, error) {
 		s.counts = append(s.counts, n)
 	}
 	return s, nil
+}
+
+// runQuorum runs workload 9 on the masters at addrs, once they take locks.
+func (p *program) runQuorum(ctx context.Context, addrs []string) ([]quorumRow, error) {
+	logf("workload 9: Quorum beside redsync on %v independent masters, %v each", quorumSizes, p.quorum)
+	if err := waitUp(ctx, addrs); err != nil {
+		return nil, err
+	}
+	return (&quorumSuite{addrs: addrs, total: p.quorum, log: logf}).run(ctx)
 }
 
 // serverName returns "Valkey 9.1.2" from a HELLO reply.

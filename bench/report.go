@@ -25,6 +25,8 @@ type report struct {
 	Native        []nativeRow   // workload 8
 	NativeServer  string        // its server, as in "Valkey 9.1.2"
 	NativeOps     int
+	Quorum        []quorumRow   // workload 9
+	QuorumTime    time.Duration // its turns, for each number of masters
 }
 
 // version returns the version of module, as built.
@@ -57,6 +59,9 @@ func (r *report) writeMarkdown(w io.Writer) {
 	r.writeMemory(w)
 	if r.Native != nil {
 		writeNative(w, r.NativeServer, r.NativeOps, r.Native)
+	}
+	if r.Quorum != nil {
+		writeQuorum(w, r.Quorum, r.QuorumTime)
 	}
 	r.writeTargets(w)
 	r.writeNotes(w)

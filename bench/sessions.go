@@ -15,14 +15,14 @@ import (
 	"github.com/redislock/redislock/bench/contention"
 )
 
-// Workload 9 (issue 34): many locks held at once, each kept alive for the
+// Workload 10 (issue 34): many locks held at once, each kept alive for the
 // whole run, by a KeepAlive of its own or by one Session, at several
 // counts, in one run and on one server.
 
-// sessTTL is the TTL of every lock of workload 9.
+// sessTTL is the TTL of every lock of workload 10.
 const sessTTL = 3 * time.Second
 
-// sessRow is one row of workload 9.
+// sessRow is one row of workload 10.
 type sessRow struct {
 	Mode       string // sessKeepAlive or sessSession
 	Locks      int
@@ -46,10 +46,10 @@ const (
 
 // unmerged is a go-redis client whose type the session does not know, so
 // that it pipelines one refresh.lua call per lock instead of merging them
-// into refresh_many.lua calls: the ablation row of workload 9.
+// into refresh_many.lua calls: the ablation row of workload 10.
 type unmerged struct{ *redis.Client }
 
-// sessSuite runs workload 9.
+// sessSuite runs workload 10.
 type sessSuite struct {
 	addr      string
 	counts    []int         // locks held in each pair of rows
@@ -256,7 +256,7 @@ func sessStats(ctx context.Context, admin *redis.Client) (sessCounters, error) {
 	return c, nil
 }
 
-// writeSessions writes workload 9's section.
+// writeSessions writes workload 10's section.
 func writeSessions(b *strings.Builder, rows []sessRow, window time.Duration) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("Locks held at once, each with a %v TTL kept alive for the run: by a `Lock.KeepAlive` each, or all by one\n", sessTTL)

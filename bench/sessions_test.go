@@ -9,7 +9,7 @@ import (
 	"github.com/redislock/redislock/internal/redistest"
 )
 
-// TestSessionRows runs workload 9 briefly, on 200 locks: every mode holds
+// TestSessionRows runs workload 10 briefly, on 200 locks: every mode holds
 // them all for the window, the session from two goroutines, and the table
 // renders with its ratios.
 func TestSessionRows(t *testing.T) {

@@ -8,7 +8,10 @@
 // ran, resets, partitions) and through server restarts, Sentinel and
 // Cluster failovers and client pauses, with workloads of locks,
 // semaphores, read-write locks, leader elections and sessions (each
-// worker's locks kept alive by a Session of its own), polling and (on
+// worker's locks kept alive by a Session of its own), and of locks on a
+// Quorum of five independent masters (latency and partitions of some
+// links, SIGKILL of a minority or a majority with and without
+// persistence, a majority emptied while it claims persistence), polling and (on
 // clients whose read timeout leaves room for a block) waiting with
 // WaitForRelease, then check each history. It is its own module, so that toxiproxy
 // and its dependencies never reach the library's go.mod.

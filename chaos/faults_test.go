@@ -40,6 +40,7 @@ var kindOrder = []string{
 	"none", "latency", "stall", "lost-reply", "reset", "partition", "pause", "restart",
 	"sentinel-failover", "sentinel-failover+ack", "sentinel-kill",
 	"cluster-failover", "cluster-takeover", "load",
+	"kill-minority", "kill-minority-volatile", "restart-majority-volatile", "amnesia-majority",
 }
 
 func kindRank(kind string) int {
@@ -62,7 +63,7 @@ func kindRank(kind string) int {
 
 // workloadPrefixes are the prefixes of the rows of the workloads other than
 // the lock's, in the order of the results table.
-var workloadPrefixes = []string{"semaphore/", "rw/", "election/", "session/"}
+var workloadPrefixes = []string{"semaphore/", "rw/", "election/", "quorum/", "session/"}
 
 // env is what a fault schedule acts on during one run.
 type env struct {
@@ -78,8 +79,12 @@ type env struct {
 
 	sentinel *redistest.Sentinel
 	cluster  *redistest.Cluster
-	keys     []string
-	wait     bool // the workloads' workers wait with WaitForRelease (see workload.wait)
+	// masters and links (links[w][m]: worker w to master m) are a
+	// quorum's (quorum_test.go).
+	masters []*redistest.Server
+	links   [][]*proxy
+	keys    []string
+	wait    bool // the workloads' workers wait with WaitForRelease (see workload.wait)
 }
 
 // running reports whether the run is still within its length.
@@ -459,7 +464,7 @@ func newWorker(w *workload, i int, c client) *worker {
 	rnd := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
 	locker := redislock.New(c.rdb)
 	locker.AddHook(&w.handed)
-	return &worker{workload: w, id: i + 1, locker: locker, errs: c.errs, rnd: rnd}
+	return &worker{workload: w, id: i + 1, locker: locker, obtainer: locker, errs: c.errs, rnd: rnd}
 }
 
 // runner is a workload as a run drives it: its workers on their clients

@@ -43,7 +43,7 @@ func TestLoad(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		//nolint:gosec // the workload's choice of keys, no secret
-		wk := &worker{workload: w, id: g + 1, locker: locker, rnd: rand.New(rand.NewPCG(uint64(g), uint64(start.UnixNano())))}
+		wk := &worker{workload: w, id: g + 1, locker: locker, obtainer: locker, rnd: rand.New(rand.NewPCG(uint64(g), uint64(start.UnixNano())))}
 		wg.Go(func() {
 			for range ops {
 				wk.attempt()

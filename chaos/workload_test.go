@@ -113,8 +113,17 @@ type worker struct {
 	*workload
 	id     int
 	locker *redislock.Client
-	errs   *connErrs // of the client's connections; nil: not counted
-	rnd    *rand.Rand
+	// obtainer takes the lock workload's locks: locker, or a Quorum
+	// (quorum_test.go).
+	obtainer obtainer
+	errs     *connErrs // of the client's connections; nil: not counted
+	rnd      *rand.Rand
+}
+
+// obtainer is what takes a lock: a [redislock.Client], or a
+// [redislock.Quorum].
+type obtainer interface {
+	Obtain(ctx context.Context, key string, ttl time.Duration, opt *redislock.Options) (*redislock.Lock, error)
 }
 
 // callTimeout bounds each call of a worker: with ContextTimeoutEnabled it
@@ -135,7 +144,7 @@ func (w *worker) cycle(stop <-chan struct{}) {
 	// Waiting for the lock ends after a TTL.
 	ctx, cancel := context.WithTimeout(context.Background(), w.ttl)
 	start := h.Now()
-	lock, err := w.locker.Obtain(ctx, key, w.ttl, &opt)
+	lock, err := w.obtainer.Obtain(ctx, key, w.ttl, &opt)
 	end := h.Now()
 	cancel()
 	ev := w.obtainEvent(key, start, end, lock, err)

@@ -1,69 +1,29 @@
--- handover.lua: the functions that pass a lock key (or a permit) to the next waiter.
--- It is not a script of its own: scripts.go prepends it to obtain.lua,
--- release.lua and leave.lua, which call it for keys they may give away.
+-- handover.lua: the line of waiters of a key, and the handover that serves
+-- it in order (docs/waiting.md, "The line"). It is not a script of its
+-- own: scripts.go prepends it to the scripts that register waiters or pass
+-- a key (or a permit slot) on.
 --
--- handover(key, queue, wake, reserve, tag, join, life)
---   key      a lock key that the caller may give away: held by the caller's
---            token, or reserved for a grant the caller holds.
---   queue    the key's wait queue: a sorted set of waiter ids, each scored
---            with the server time (ms) at which its registration lapses
---            (registered or renewed at that time less the registration's
---            life: the lowest score is the oldest registration).
---   wake     the key's wake-up list, on which waiting clients block (BLMOVE).
---   reserve  how long (ms) the key stays reserved for the woken waiter.
---   tag      text that keeps the grants of one script apart (the key's index).
+-- A key that is waited for has two companions in its slot:
+--   line   a sorted set: waiter id -> the server time (µs) of its first
+--          registration. Written only by ZADD NX (a new arrival) and ZREM:
+--          a waiter keeps its place for as long as it stays registered.
+--   alive  a sorted set: waiter id -> when its registration lapses (ms). A
+--          score s > now: live and waiting; s < -now: live and served (a
+--          grant is out for it until -s, its claim window); s in
+--          [-now, now]: lapsed.
+-- and each waiter a grant list, line .. ":" .. id (same slot), which the
+-- waiter blocks on (BLPOP): a handover pushes one element on it, with the
+-- waiter's claim window as its TTL.
 --
--- Registrations that have lapsed (waiters that died or left without a
--- word) do not count; the next registration drops them. When live waiters
--- remain, the key is handed over: it becomes a reservation, the plain
--- string "<#grant>:<grant>:0:" (so that every client, bsm/redislock
--- included, sees it held) that expires after reserve ms, and the grant
--- "~<seconds>.<microseconds>.<tag>" (the server's TIME) is left alone on
--- the wake list. Redis moves it to the grant list of the client that has
--- been blocked on the wake list longest, or, when none is blocked, of the next
--- that blocks; the attempt that client sent after its block then obtains
--- the key with the grant (obtain.lua treats a key reserved for the grant
--- it finds as free). When no live waiter remains, the key and its wake
--- list are deleted.
+-- A waiter id ends with "." and its claim window in ms ("<random>.500");
+-- claim() reads it. A key handed over becomes a reservation for the waiter,
+-- the lock value of the token "~<id>" (lib.lua's owner()) with fence "0"
+-- and no metadata, expiring after the claim window: every client sees the
+-- key held, and only that waiter's attempt takes it.
 --
--- The client blocked longest is normally the waiter whose registration is
--- the oldest live one (the lowest positive score): that registration is
--- marked, its score negated (a mark lapses when the registration would
--- have). Its waiter renews it when it attempts again, and leaves the queue
--- when it takes the grant. A mark does not count as a waiter: when a
--- handover finds only marks, it deletes the key and pushes for each a
--- wake-up without reservation ("~free") onto the wake list. It keeps the
--- marks until they lapse: their waiters may be alive and asleep in their
--- group, and the member that leads before them renews their registration
--- (when it may have been marked in their place, or could lapse during
--- their block) as it passes the lead on (obtain.lua, leave.lua) only if
--- they still have one; dropped, a waiter would block unregistered, and a
--- release that finds the queue empty wakes no one. A waiter that died
--- registered thus costs one reservation with no taker. A marked waiter may also be alive and
--- blocked (Redis's order of blocked clients and the order of registrations
--- differ by the instant between a registration and its block): its
--- wake-up reaches it at once, and it finds the key free.
---
--- pass(queue, wake, reserve, tag, key, keep, join, life) is handover() without the
--- reservation, for a primitive whose reservation is not the lock key (a
--- permit slot, say): it marks the oldest live registration, leaves the
--- wake list holding one grant with a TTL of reserve ms, and returns the
--- grant, for the caller to reserve what it hands over to it. With no live
--- waiter it deletes the wake list (and key, when given), pushes the marks'
--- wake-ups, and returns nil. With keep true (several grants of one
--- resource may be in flight at once: a semaphore's permit slots) the wake
--- list is never emptied: the grant is pushed behind those already there.
---
--- join, life (optional, both or neither): a registration that the caller
--- adds to queue when a live waiter is found (a releaser that asks again at
--- once, release.lua): waiter id join, until life ms from now. It goes in
--- the ZADD that marks, so it costs no command of its own; with no live
--- waiter nobody is registered.
---
--- Cost, with live waiters: TIME (once per script, see clock()), ZRANGE,
--- ZADD (the mark, and join), RPUSH and PEXPIRE; a DEL and an RPUSH more
--- when the wake list still held a grant that no client took (none was
--- blocked since).
+-- Cost of a handover: ZRANGEBYSCORE and ZSCORE (the oldest live registration),
+-- ZADD (its mark), RPUSH and PEXPIRE (its grant), and the caller's write
+-- of the reservation; TIME once per script (clock()).
 
 -- clock() returns the server's TIME reply and the time it gives in
 -- milliseconds; clock_time() the reply alone, for a caller that needs no
@@ -83,51 +43,106 @@ local function clock()
   return clock_t, clock_ms
 end
 
-local function pass(queue, wake, reserve, tag, key, keep, join, life)
-  local t, now = clock()
-  -- Scores are whole milliseconds (numbers are sent to Redis as they are:
-  -- no formatting in Lua). Live registrations score above now; lapsed ones
-  -- (in (0, now]) and lapsed marks (in [-now, 0)) are passed over here, and
-  -- dropped by the next registration (obtain.lua) or with the queue.
-  local first = redis.call("ZRANGE", queue, now + 1, "+inf", "BYSCORE", "LIMIT", 0, 1, "WITHSCORES")
-  if not first[1] then
-    -- Live marks: scores below -now (at most 16 wake-ups).
-    local marked = #redis.call("ZRANGE", queue, -(now + 1), "-inf", "BYSCORE", "REV", "LIMIT", 0, 16)
-    if key then redis.call("DEL", key, wake) elseif not keep then redis.call("DEL", wake) end
-    for _ = 1, marked do
-      redis.call("RPUSH", wake, "~free")
-    end
-    if marked > 0 then
-      redis.call("PEXPIRE", wake, reserve)
-    end
-    return nil
-  end
-  -- The mark: the score's text negated (first[2], a whole positive number,
-  -- is not converted to a number and back).
-  if join then
-    redis.call("ZADD", queue, "-" .. first[2], first[1], now + life, join)
-  else
-    redis.call("ZADD", queue, "XX", "-" .. first[2], first[1])
-  end
-  -- Unique: TIME's seconds have a fixed width, and tag keeps the grants of
-  -- one script apart.
-  local grant = "~" .. t[1] .. "." .. t[2] .. "." .. tag
-  if redis.call("RPUSH", wake, grant) > 1 and not keep then
-    -- Grants that no client took (none blocked since they were pushed):
-    -- their reservations have lapsed or been taken over. Only ours stays.
-    -- (DEL, as every handover did before: no command that a user's ACL
-    -- may lack after the writes above.)
-    redis.call("DEL", wake)
-    redis.call("RPUSH", wake, grant)
-  end
-  redis.call("PEXPIRE", wake, reserve)
-  return grant
+-- claim(id) returns the claim window (ms) of waiter id.
+local function claim(id)
+  return tonumber(string.match(id, "%.(%d+)$")) or 500
 end
 
--- Returns 1 when the key was handed over, 0 when it was deleted.
-local function handover(key, queue, wake, reserve, tag, join, life)
-  local grant = pass(queue, wake, reserve, tag, key, nil, join, life)
-  if not grant then return 0 end
-  redis.call("SET", key, owner(grant) .. "0:", "PX", reserve)
-  return 1
+-- reserved_for(id) returns the value of a key reserved for waiter id.
+local function reserved_for(id)
+  return owner("~" .. id) .. "0:"
+end
+
+-- gone(line, alive, ...) takes the ids out of the line.
+local function gone(line, alive, ...)
+  redis.call("ZREM", line, ...)
+  redis.call("ZREM", alive, ...)
+end
+
+-- waiting(line, alive, id, now, life, lapse) registers waiter id: a new
+-- arrival at the back of the line (at the server's time in µs: two
+-- arrivals a millisecond apart keep their order), or a renewal that keeps
+-- its place;
+-- live (and not served) until lapse ms from now (life when nil). Both sets
+-- expire life ms from now: life is the longest any registration lasts, so
+-- no live one outlives them.
+local function waiting(line, alive, id, now, life, lapse)
+  local t = clock_time()
+  if redis.call("ZADD", line, "NX", t[1] * 1000000 + t[2], id) == 1 then
+    -- A new arrival drops some lapsed registrations (lapse in [-now,
+    -- now]), so that waiters that die while no handover runs do not make
+    -- the line grow.
+    local dead = redis.call("ZRANGEBYSCORE", alive, -now, now, "LIMIT", 0, 16)
+    if dead[1] then gone(line, alive, unpack(dead)) end
+  end
+  redis.call("ZADD", alive, now + (lapse or life), id)
+  redis.call("PEXPIRE", line, life)
+  redis.call("PEXPIRE", alive, life)
+end
+
+-- oldest(line, alive, now, after) returns the id of the live registration
+-- not yet served that arrived first (strictly after the arrival time
+-- after, when given), and its arrival; nil when there is none. Lapsed
+-- registrations met on the way are dropped. It reads the line four at a
+-- time, at most 64 entries; usually the first is the one (one ZSCORE).
+local function oldest(line, alive, now, after)
+  local lo = 0
+  if after then lo = "(" .. after end
+  local skip = 0
+  for _ = 1, 16 do
+    local got = redis.call("ZRANGEBYSCORE", line, lo, "+inf", "WITHSCORES", "LIMIT", skip, 4)
+    if not got[1] then return nil end
+    local dead, seen = {}, 0
+    for i = 1, #got, 2 do
+      local id = got[i]
+      local s = tonumber(redis.call("ZSCORE", alive, id))
+      if s and s > now then
+        if dead[1] then gone(line, alive, unpack(dead)) end
+        return id, got[i + 1]
+      end
+      if not s or s >= -now then dead[#dead + 1] = id else seen = seen + 1 end
+    end
+    if dead[1] then gone(line, alive, unpack(dead)) end
+    -- What is left of this window is served and live: read past it.
+    skip = skip + seen
+  end
+  return nil
+end
+
+-- ahead(arrived, id, ours, waiter) reports whether the registration of id,
+-- which arrived at arrived, is ahead of waiter's in the line (arrived at
+-- ours; nil: waiter is in no line, and everyone is ahead): the line's order
+-- is by arrival, then by id.
+local function ahead(arrived, id, ours, waiter)
+  if not ours then return true end
+  local a, b = tonumber(arrived), tonumber(ours)
+  return a < b or (a == b and id < waiter)
+end
+
+-- grant(line, alive, id, now) marks the registration of id served and
+-- pushes a grant on its grant list; both last its claim window, which it
+-- returns.
+local function grant(line, alive, id, now)
+  local c = claim(id)
+  redis.call("ZADD", alive, -(now + c), id)
+  local list = line .. ":" .. id
+  redis.call("RPUSH", list, "1")
+  redis.call("PEXPIRE", list, c)
+  return c
+end
+
+-- handover(key, line, alive, after) passes the lock key (ours, or reserved
+-- for a waiter that gives it back) to the oldest live waiter of its line
+-- (arrived after `after`, when given): the key becomes a reservation for
+-- it. With no such waiter the key is deleted. Returns the waiter's id, or
+-- nil.
+local function handover(key, line, alive, after)
+  local _, now = clock()
+  local id = oldest(line, alive, now, after)
+  if not id then
+    redis.call("DEL", key)
+    return nil
+  end
+  redis.call("SET", key, reserved_for(id), "PX", grant(line, alive, id, now))
+  return id
 end

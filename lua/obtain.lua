@@ -1,65 +1,39 @@
 -- obtain.lua: take every lock key, or none of them; optionally, register
--- the caller as a waiter when the lock is held (see WaitForRelease).
--- Calls handover() and clock() from handover.lua, which scripts.go prepends.
+-- the caller as a waiter in the line of the key that holds it up (see
+-- WaitForRelease and handover.lua, which scripts.go prepends).
 --
 -- KEYS[1..n]      the lock keys.
 -- KEYS[n+1]       the fence counter key; present only when ARGV[4] is not "0".
--- Then, only when ARGV[5] is given (a waiter), with f = n or n+1:
--- KEYS[f+1..f+n]      the wait queue of each lock key (a sorted set).
--- KEYS[f+n+1..f+2n]   the wake-up list of each lock key.
--- KEYS[f+2n+1]        the waiter's own grant list: a grant the waiter was
---                     woken with (moved there by BLMOVE) is taken from it.
---                     A registration leaves it holding the placeholder "~"
---                     with a TTL of twice ARGV[6], so that BLMOVE pushes
---                     onto a list that expires by itself.
--- KEYS[f+2n+2]        only when ARGV[8] starts with "+": the grant list
---                     of that successor.
+-- Then, only when ARGV[5] is a waiter id, with f = n or n+1:
+-- KEYS[f+1..f+n]      the line of each lock key (handover.lua).
+-- KEYS[f+n+1..f+2n]   the liveness set of each lock key.
 --
 -- ARGV[1]     the token.
 -- ARGV[2]     the metadata.
 -- ARGV[3]     the TTL in milliseconds (>= 1, checked by the caller).
 -- ARGV[4]     "0" without a fence counter key; with one (it follows the lock
 --             keys), the counter's tag: the first 8 hex digits of the SHA-1
---             of its key name, which the caller computes (fenceArg in token.go).
--- ARGV[5]     optional: the waiter id. The caller waits for the lock.
---             "" for no waiter, but the reply of a waiter when the keys
---             are held (the code, with the PTTL): a caller that polls
---             times its next attempt by it (internal/handoff).
+--             of its key name, which the caller computes.
+-- ARGV[5]     optional: the waiter id (its claim window after its last
+--             ".", see handover.lua). "" for no waiter, but the reply of a
+--             waiter when the keys are held (the code, with the PTTL): a
+--             caller that polls times its next attempt by it.
 -- ARGV[6]     how long (ms) the waiter's registration lasts.
--- ARGV[7]     how long (ms) a key handed over stays reserved (see handover.lua).
--- ARGV[8]     optional: the id of the waiter of this process that waits
---             next for key ARGV[9] (1-based), or "": when the lock is
---             obtained, its registration in that key's queue, if it still
---             has one, is renewed, so that it counts as a waiter from the
---             moment it blocks in our place (only if: it may have obtained
---             or left meanwhile, and must not be registered again). The
---             caller names it only when its registration is old enough to
---             lapse during its block. "+<id>" names one that has not
---             registered (it joined its group with a requeue, see
---             internal/handoff's Request.Successors), whose grant list is
---             then the last key: when the lock is obtained it is registered
---             there as a failed attempt would register it (lapsed entries
---             dropped first), and its grant list gets the placeholder.
--- ARGV[10]    optional: "1" when this is the waiter's first attempt: it has
---             no registration and no grant list yet, so neither is looked
---             at (no LPOP, no ZREM). "2" for a first attempt sent in one
---             pipeline with the waiter's first block (a releaser that asks
---             again at once, see internal/handoff's Request.Requeue): as
---             "1", but it never takes the keys: where it would, it
---             registers the waiter in the queue
---             of key 1 and pushes a wake-up without reservation ("~free")
---             onto key 1's wake-up list with a TTL of ARGV[7] ms. The
---             client blocked longest on that list, a waiter that came
---             first or, when none blocks, the block that follows, gets it
---             and finds the keys free.
+-- ARGV[7]     "1" for the waiter's first attempt: it is in no line yet,
+--             and takes free keys as any caller does. "0" for a later one:
+--             a key reserved for the waiter counts as free, and a free key
+--             that a live waiter who arrived before it is in line for goes
+--             to that waiter instead (handover.lua). "2" for a first
+--             attempt sent in one pipeline with the waiter's first block (a
+--             releaser that asks again at once, see internal/handoff's
+--             Request.Requeue): it registers the waiter and never takes the
+--             keys; a free key 1 goes to the oldest live waiter of its line,
+--             which may be this one.
 --
 -- A lock key holds the plain string "<#token>:<token>:<fence>:<metadata>"
 -- (lib.lua), where <fence> is "0" for a lock without fence counter and
--- "<fence token>/<tag>" for a fenced one, <tag> being the first 8 hex digits
--- of the SHA-1 of the counter's key name. A key reserved for the waiter's
--- grant (handover.lua) counts as free. For a waiter, the PTTL of a single
--- key reserved for another's grant is not read: its code says ARGV[7], the
--- longest a reservation lasts.
+-- "<fence token>/<tag>" for a fenced one. A key reserved for a waiter
+-- (handover.lua) is held for everyone else.
 --
 -- Reply without a waiter, an integer:
 --   1      not obtained: a key is held by another (no PTTL is read;
@@ -69,19 +43,16 @@
 --          so never 1. (0 and 1 are replies that go-redis boxes without
 --          allocating, unlike a PTTL.)
 -- Reply with a waiter: the same integer when obtained; when not, an array
--- (with ARGV[10] "2", whose reply the caller does not read, the code alone,
--- -(ARGV[7] + 1) when the keys are held: no PTTL is read)
+-- (with ARGV[7] "2", whose reply the caller does not read, the code alone)
 --   {code, i, reserved}: code -1 when a key held by another has no expiry,
---   else -(ms + 1), where ms is the longest remaining PTTL of the keys held
---   by others (when the lock can be free again); i the index (1-based) of
---   the lock key that blocks longest; reserved 1 when that key is a reservation for
---   another waiter's grant, else 0. The waiter is then registered in the
---   queue of key i only (removed from the others) until ARGV[6] ms from
---   now; a grant it could not use (another key is held) is handed over to
---   the next waiter of its key. Lapsed registrations and lapsed marks
---   of that queue (see handover.lua) are dropped first. When obtained, the waiter is removed from every queue (and
---   ARGV[8] renewed). When registered, its grant list holds only
---   the placeholder; when obtained (or on error), it is deleted.
+--   else -(ms + 1), where ms is the longest time the keys held by others
+--   can stay so (a reservation's: its waiter's claim window, no PTTL read);
+--   i the index (1-based) of the lock key that blocks longest; reserved 1
+--   when that key is reserved for another waiter, else 0. The waiter is
+--   then registered in the line of key i (and, but for a first attempt,
+--   taken out of the others' lines); a key reserved for it that it could
+--   not use goes to the next waiter of that key. When obtained, the waiter
+--   is taken out of every line.
 --
 -- Fence tokens: a new acquisition sets the counter to
 -- max(counter + 1, server TIME in microseconds) (a missing counter counts
@@ -162,96 +133,95 @@ local waiter = ARGV[5]
 -- A plain attempt that times its next one by the holder's expiry.
 local timed = waiter == ""
 if timed then waiter = nil end
--- A successor named "+<id>" (ARGV[8]) is registered, and its grant list
--- is the last key.
-local adopt = waiter and string.byte(ARGV[8] or "", 1) == 43
 local n = #KEYS
 if fenced then n = n - 1 end
-if adopt then n = n - 1 end
-if waiter then n = (n - 1) / 3 end
+if waiter then n = n / 3 end
 local f = n
 if fenced then f = n + 1 end
+local mode = ARGV[7]
+local requeue, later = mode == "2", mode == "0"
+local life = tonumber(ARGV[6])
+local mine = waiter and reserved_for(waiter)
 
--- The grant list holds a placeholder, "~", pushed and given a TTL by the
--- waiter's registration, so that the BLMOVE that follows pushes a grant
--- onto a list that expires by itself, whatever becomes of the waiter. Its
--- head is the grant, if one came; it is taken whole (and so deleted).
-local grants = KEYS[f + 2 * n + 1]
-local requeue = ARGV[10] == "2"
-local fresh = requeue or ARGV[10] == "1"
-local grant = ""
-if waiter and not fresh then
-  local got = redis.call("LPOP", grants, 2)
-  if got and got[1] ~= "~" then grant = got[1] end
-end
-local gprefix = owner(grant)
 local owned, kept, blocked, wait = 0, nil, false, 0
-local granted, blocker, reserved = nil, 0, false
+local blocker, reserved = 0, false
+local granted, free = {}, {}
 for i = 1, n do
   local v = redis.call("GET", KEYS[i])
-  if v then
-    if owns(v, prefix) then
-      owned = owned + 1
-      local fv = string.match(v, "^(%d+/?%x*):", #prefix + 1)
-      if kept == nil then kept = fv elseif kept ~= fv then kept = false end
-    elseif grant ~= "" and owns(v, gprefix) then
-      granted = i
+  if not v then
+    free[#free + 1] = i
+  elseif owns(v, prefix) then
+    owned = owned + 1
+    local fv = string.match(v, "^(%d+/?%x*):", #prefix + 1)
+    if kept == nil then kept = fv elseif kept ~= fv then kept = false end
+  elseif later and v == mine then
+    granted[#granted + 1] = i
+  else
+    if not waiter and not timed then return 1 end
+    blocked = true
+    local other = string.match(v, "^%d+:~(.*):0:$")
+    local ms
+    if other then
+      -- A reservation lasts its waiter's claim window at most.
+      ms = claim(other)
+    elseif requeue then
+      -- The caller does not read a requeue attempt's reply.
+      ms = 1
     else
-      if not waiter and not timed then return 1 end
-      blocked = true
-      local res = string.match(v, "^%d+:~") ~= nil
-      local ms
-      if requeue or (res and waiter and n == 1) then
-        -- A waiter does not time its wake-up by a reservation, and the
-        -- reply of a requeue attempt is not read.
-        ms = tonumber(ARGV[7])
-      else
-        ms = redis.call("PTTL", KEYS[i])
-      end
-      -- Under a millisecond left: say 1, since -(0 + 1) would read "no expiry".
-      if ms == 0 then ms = 1 end
-      local longer = blocker == 0 or (wait >= 0 and (ms < 0 or ms > wait))
-      if ms < 0 then wait = -1 elseif wait >= 0 and ms > wait then wait = ms end
-      if longer then
-        blocker = i
-        reserved = res
-      end
+      ms = redis.call("PTTL", KEYS[i])
+    end
+    -- Under a millisecond left: say 1, since -(0 + 1) would read "no expiry".
+    if ms == 0 then ms = 1 end
+    local longer = blocker == 0 or (wait >= 0 and (ms < 0 or ms > wait))
+    if ms < 0 then wait = -1 elseif wait >= 0 and ms > wait then wait = ms end
+    if longer then
+      blocker = i
+      reserved = other ~= nil
     end
   end
 end
-if blocked or (requeue and waiter) then
+
+local now
+if waiter and not blocked and (later or requeue) and #free > 0 then
+  -- A free key goes to the live waiter that arrived first (a requeue,
+  -- which has just arrived, registers first and may be that waiter): the
+  -- line is not passed by a later arrival.
+  now = select(2, clock())
+  if requeue then waiting(KEYS[f + 1], KEYS[f + n + 1], waiter, now, life) end
+  for _, i in ipairs(free) do
+    local line, alive = KEYS[f + i], KEYS[f + n + i]
+    -- Our place, read before oldest() may drop our entry (a grant we
+    -- answered late lapsed it): we are alive, and keep it.
+    local ours = redis.call("ZSCORE", line, waiter)
+    local first, arrived = oldest(line, alive, now)
+    if first and (requeue or (first ~= waiter and ahead(arrived, first, ours, waiter))) then
+      local c = grant(line, alive, first, now)
+      redis.call("SET", KEYS[i], reserved_for(first), "PX", c)
+      if first ~= waiter then
+        blocked = true
+        if wait >= 0 and c > wait then wait = c end
+        if blocker == 0 or wait == c then blocker, reserved = i, true end
+      end
+    end
+  end
+  if requeue then return -(claim(waiter) + 1) end
+end
+
+if blocked or requeue then
   local code = -1
   if wait >= 0 then code = -(wait + 1) end
   if not waiter then return code end
-  if not blocked then blocker = 1 end
-  local _, now = clock()
-  local life = tonumber(ARGV[6])
-  local queue = KEYS[f + blocker]
-  -- The ZADD below replaces the registration in the queue of the blocker.
-  if not fresh then
+  if blocker == 0 then blocker = 1 end
+  if not now then now = select(2, clock()) end
+  if later and n > 1 then
     for i = 1, n do
-      if i ~= blocker then redis.call("ZREM", KEYS[f + i], waiter) end
+      if i ~= blocker then gone(KEYS[f + i], KEYS[f + n + i], waiter) end
     end
   end
-  -- Lapsed registrations (scores in (0, now]) and lapsed marks of
-  -- handovers (in [-now, 0), see handover.lua); live marks stay: their
-  -- waiters may be blocked, and the next handover wakes them.
-  redis.call("ZREMRANGEBYSCORE", queue, -now, now)
-  redis.call("ZADD", queue, now + life, waiter)
-  redis.call("PEXPIRE", queue, life)
-  -- The placeholder outlives the next block: a waiter attempts at least
-  -- every half registration, and blocks for at most a second plus a
-  -- server tick.
-  redis.call("RPUSH", grants, "~")
-  redis.call("PEXPIRE", grants, 2 * life)
-  if not blocked then
-    -- The keys are free: wake the client blocked longest instead of
-    -- taking them (code -1 then means nothing).
-    redis.call("RPUSH", KEYS[f + n + 1], "~free")
-    redis.call("PEXPIRE", KEYS[f + n + 1], ARGV[7])
-  end
-  if granted then
-    handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
+  waiting(KEYS[f + blocker], KEYS[f + n + blocker], waiter, now, life)
+  -- Keys reserved for us that we cannot use now go to the next waiter.
+  for _, i in ipairs(granted) do
+    handover(KEYS[i], KEYS[f + i], KEYS[f + n + i])
   end
   -- The caller does not read a requeue attempt's reply: one integer
   -- costs the server less than an array.
@@ -273,8 +243,8 @@ if fenced then
   else
     fence, field = advance(KEYS[n + 1], micros())
     if not fence then
-      if granted then
-        handover(KEYS[granted], KEYS[f + granted], KEYS[f + n + granted], ARGV[7], granted)
+      for _, i in ipairs(granted) do
+        handover(KEYS[i], KEYS[f + i], KEYS[f + n + i])
       end
       return field
     end
@@ -286,28 +256,9 @@ local value = prefix .. field .. ":" .. meta
 for i = 1, n do
   redis.call("SET", KEYS[i], value, "PX", ttl)
 end
-if waiter then
-  if not fresh then
-    for i = 1, n do
-      redis.call("ZREM", KEYS[f + i], waiter)
-    end
-  end
-  local next, j = ARGV[8], tonumber(ARGV[9])
-  if next and next ~= "" and j and j >= 1 and j <= n then
-    local life = tonumber(ARGV[6])
-    local _, now = clock()
-    if adopt then
-      -- A successor that has not registered: its registration, as a
-      -- failed attempt makes it, and its grant list's placeholder.
-      local queue, theirs = KEYS[f + j], KEYS[#KEYS]
-      redis.call("ZREMRANGEBYSCORE", queue, -now, now)
-      redis.call("ZADD", queue, now + life, string.sub(next, 2))
-      redis.call("PEXPIRE", queue, life)
-      redis.call("RPUSH", theirs, "~")
-      redis.call("PEXPIRE", theirs, 2 * life)
-    elseif redis.call("ZADD", KEYS[f + j], "XX", "CH", now + life, next) == 1 then
-      redis.call("PEXPIRE", KEYS[f + j], life)
-    end
+if waiter and later then
+  for i = 1, n do
+    gone(KEYS[f + i], KEYS[f + n + i], waiter)
   end
 end
 return fence

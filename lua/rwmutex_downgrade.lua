@@ -1,11 +1,10 @@
 -- rwmutex_downgrade.lua: turn the write lock of an RWMutex into a read
 -- hold of the same token, atomically (see rwmutex_lib.lua for the keys).
 --
--- KEYS[1..8]  W, R, H, Q, WQ, RQ, WW, RW.
+-- KEYS[1..8]  W, R, H, Q, WQ, RQ, WA, RA.
 -- ARGV[1]     the token.
 -- ARGV[2]     the read hold's TTL in milliseconds (>= 1).
 -- ARGV[3]     the metadata.
--- ARGV[4]     how long (ms) the readers' wake-ups last.
 --
 -- When W is held with the token, it is deleted and the read hold added in
 -- the same script, so no writer can enter between; the readers that
@@ -14,7 +13,7 @@
 -- Reply, an integer: >= 0 done, the write's fence token (0 without one),
 -- which the read hold carries; -1 W was not held with the token (nothing
 -- changed).
-local W, R, H, RQ, RW = KEYS[1], KEYS[2], KEYS[3], KEYS[6], KEYS[8]
+local W, R, H, RQ = KEYS[1], KEYS[2], KEYS[3], KEYS[6]
 local token, ttl = ARGV[1], ARGV[2]
 local prefix = owner(token)
 local v = redis.call("GET", W)
@@ -28,5 +27,5 @@ redis.call("HSET", H, token, rw_ms(fence) .. ":" .. ARGV[3])
 rw_extend(R, ttl)
 rw_extend(H, ttl)
 rw_admit(RQ, now)
-rw_wake(RW, rw_admitted(RQ, now), ARGV[4])
+rw_wake(RQ, "-inf", "(-" .. rw_ms(now))
 return fence

@@ -6,33 +6,33 @@
 -- the read hold's refresh and TTL takes the first eight, in this order:
 --   W   the writer key: a plain lock string "<#token>:<token>:<fence>:<metadata>"
 --       (lib.lua), so that tools see the write lock held; expires at its TTL.
---       While a writer that waits with WaitForRelease is handed the lock, it
---       is a reservation for that writer's grant (handover.lua).
+--       While it is handed to a writer that waits with WaitForRelease, it
+--       is a reservation for that writer (handover.lua).
 --   R   the read holds: a sorted set of tokens scored by each hold's expiry,
 --       in server milliseconds. A hold counts while its score is > now.
 --   H   the read holds' values: a hash token -> "<fence>:<metadata>".
 --   Q   writers waiting by polling: a sorted set of tokens scored by the
 --       expiry of their registration.
---   WQ  writers waiting with WaitForRelease: W's wait queue (internal/handoff,
---       handover.lua), waiter ids scored by the expiry of their registration,
---       negated while marked by a handover. A live registration of Q or WQ
---       (score > now) makes new readers wait: writer preference.
---   RQ  readers waiting behind a writer: R's wait queue, tokens (polling) or
---       waiter ids (WaitForRelease). A positive score s: pending, registered
---       until s; a negative one -s: admitted, registered until s. Pending
---       readers are admitted when a writer takes or leaves the lock; the
---       admitted ones enter before any other writer, whatever Q and WQ
---       hold, and a writer waits until none of them is left.
---   WW  W's wake-up list: grants for waiting writers (handover.lua).
---   RW  R's wake-up list: wake-ups ("~free") for waiting readers, one per
---       admitted reader when a writer leaves.
+--   WQ  writers waiting with WaitForRelease: W's line (handover.lua), waiter
+--       ids by arrival; WA, its liveness set. A live registration of Q or WA
+--       makes new readers wait: writer preference.
+--   RQ  readers waiting behind a writer: tokens (polling) or waiter ids
+--       (WaitForRelease). A positive score s: pending, registered until s;
+--       a negative one -s: admitted, registered until s. Pending readers
+--       are admitted when a writer takes or leaves the lock; the admitted
+--       ones enter before any other writer, whatever Q and WA hold, and a
+--       writer waits until none of them is left. A waiter id's grant list
+--       is RQ .. ":" .. id, as a line's (handover.lua).
+--   WA  see WQ.
+--   RA  R's liveness set as the handoff engine names it: unused (readers
+--       register in RQ alone).
 -- Every key expires: W at its TTL or reservation, the sorted sets no sooner
--- than their longest member, the lists with the last registration.
+-- than their longest member, a grant list with its claim window.
 
 -- rw_now returns the server's time in milliseconds.
 local function rw_now()
-  local t = redis.call("TIME")
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local _, now = clock()
+  return now
 end
 
 -- rw_ms formats a number of milliseconds as an integer string.
@@ -88,74 +88,66 @@ local function rw_register(z, m, now, life, admitted)
   rw_extend(z, life)
 end
 
--- rw_renew renews the registration of m in z, if it has one (the waiter of
--- this process that waits next, as obtain.lua does). A reader's (signed)
--- keeps its sign; a writer's, in WQ, becomes positive, as obtain.lua makes
--- it: its waiter counts again from the moment it blocks.
-local function rw_renew(z, m, now, life, signed)
-  local s = redis.call("ZSCORE", z, m)
-  if not s then return end
-  local e = now + tonumber(life)
-  if signed and tonumber(s) < 0 then e = -e end
-  redis.call("ZADD", z, "XX", rw_ms(e), m)
-  rw_extend(z, life)
-end
-
--- rw_admit turns the pending readers of RQ into admitted ones, keeping each
--- registration's expiry, called when a writer takes or leaves the lock: the
--- readers that waited behind it enter right after it, before the next
--- writer. Lapsed registrations are dropped.
+-- rw_admit turns the pending readers of RQ into admitted ones, called when
+-- a writer takes or leaves the lock: the readers that waited behind it
+-- enter right after it, before the next writer. A waiter's registration is
+-- kept no longer than its claim window (handover.lua) from now: one that
+-- does not answer its wake-up within it no longer holds writers back. A
+-- polling reader keeps its registration's expiry. Lapsed registrations are
+-- dropped.
 local function rw_admit(rq, now)
   local n = rw_ms(now)
   redis.call("ZREMRANGEBYSCORE", rq, "-" .. n, n)
   local p = redis.call("ZRANGEBYSCORE", rq, "(" .. n, "+inf", "WITHSCORES")
   for i = 1, #p, 2 do
-    redis.call("ZADD", rq, "-" .. p[i + 1], p[i])
+    local e = tonumber(p[i + 1])
+    if string.match(p[i], "^[A-Z2-7]+%.%d+$") then e = math.min(e, now + claim(p[i])) end
+    redis.call("ZADD", rq, rw_ms(-e), p[i])
   end
 end
 
--- rw_wake empties wake-up list rw and pushes n wake-ups ("~free", no
--- reservation) onto it, living life ms: each reader that blocks on it gets
--- one, attempts, and enters when it is admitted.
-local function rw_wake(rw, n, life)
-  redis.call("DEL", rw)
-  if n <= 0 then return end
-  local batch = {}
-  for i = 1, math.min(n, 128) do batch[i] = "~free" end
-  while n > 0 do
-    local k = math.min(n, 128)
-    redis.call("RPUSH", rw, unpack(batch, 1, k))
-    n = n - k
+-- rw_wake pushes a wake-up on the grant list of each waiter id among the
+-- readers of RQ scored between lo and hi (at most 128): each attempts,
+-- and enters when it may.
+local function rw_wake(rq, lo, hi)
+  local ids = redis.call("ZRANGEBYSCORE", rq, lo, hi, "LIMIT", 0, 128)
+  for _, id in ipairs(ids) do
+    if string.match(id, "^[A-Z2-7]+%.%d+$") then
+      local list = rq .. ":" .. id
+      redis.call("RPUSH", list, "1")
+      redis.call("PEXPIRE", list, claim(id))
+    end
   end
-  redis.call("PEXPIRE", rw, life)
+end
+
+-- rw_writers counts the live writers that wait with WaitForRelease (WA).
+local function rw_writers(wa, now)
+  return redis.call("ZCOUNT", wa, "(" .. rw_ms(now), "+inf")
 end
 
 -- rw_next decides who goes next once the write lock is not held (after the
 -- last read hold ended, a waiter left, or a reservation was given back):
 -- nobody while W is set; the admitted readers, woken only when wake is
 -- true (the writer's release wakes them once); else, when no read hold is
--- live, the writer that has waited longest with WaitForRelease, W becoming
--- a reservation for its grant (handover.lua); else, when no writer waits
--- at all, the pending readers, woken. q (Q) may be nil: then pending
--- readers are woken even if a polling writer waits (they wait again).
-local function rw_next(w, r, q, wq, rq, ww, rw, reserve, life, now, wake)
+-- live, the writer that arrived first among those that wait with
+-- WaitForRelease, W becoming a reservation for it (handover.lua); else,
+-- when no writer waits at all, the pending readers, woken. q (Q) may be
+-- nil: then pending readers are woken even if a polling writer waits
+-- (they wait again).
+local function rw_next(w, r, q, wq, rq, wa, now, wake)
   if redis.call("EXISTS", w) == 1 then return end
-  local a = rw_admitted(rq, now)
-  if a > 0 then
-    if wake then rw_wake(rw, a, life) end
+  local n = rw_ms(now)
+  if rw_admitted(rq, now) > 0 then
+    if wake then rw_wake(rq, "-inf", "(-" .. n) end
     return
   end
-  if redis.call("EXISTS", wq) == 1 then
-    if rw_live(r, now) > 0 then
-      -- The last read hold to end hands the lock over.
-      if rw_live(wq, now) > 0 then return end
-    elseif handover(w, wq, ww, reserve, "w") == 1 then
-      return
-    end
+  if rw_writers(wa, now) > 0 then
+    -- The last read hold to end hands the lock over.
+    if rw_live(r, now) > 0 then return end
+    if handover(w, wq, wa) then return end
   end
   if q and rw_live(q, now) > 0 then return end
-  local p = rw_live(rq, now)
-  if p > 0 then rw_wake(rw, p, life) end
+  if rw_live(rq, now) > 0 then rw_wake(rq, "(" .. n, "+inf") end
 end
 
 -- rw_code returns the reply code of an attempt held up by something that

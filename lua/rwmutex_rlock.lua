@@ -3,12 +3,10 @@
 -- also the waiting script of RLock with WaitForRelease (internal/handoff's
 -- contract, as obtain.lua's, the RWMutex's lock keys being W and R).
 --
--- KEYS[1..8]  W, R, H, Q, WQ, RQ, WW, RW.
+-- KEYS[1..8]  W, R, H, Q, WQ, RQ, WA, RA.
 -- KEYS[9]     the fence counter; present only when ARGV[4] is "1".
 -- Then, only when ARGV[6] is given (a waiter), with f = 8 or 9:
--- KEYS[f+1..f+4]  WQ, RQ, WW, RW again (the engine's queues and wake-up
---                 lists of W and R).
--- KEYS[f+5]       the waiter's grant list (see obtain.lua).
+-- KEYS[f+1..f+4]  WQ, RQ, WA, RA again (as the handoff engine passes them).
 -- ARGV[1]     the token.
 -- ARGV[2]     the metadata.
 -- ARGV[3]     the TTL in milliseconds (>= 1).
@@ -18,16 +16,12 @@
 -- ARGV[6]     optional: the waiter id (WaitForRelease); it registers in RQ
 --             under that id instead of the token.
 -- ARGV[7]     how long (ms) the waiter's registration lasts.
--- ARGV[8]     how long (ms) a reservation lasts (unused by readers).
--- ARGV[9]     optional: the id of the waiter of this process that waits
---             next for key ARGV[10] (1: W, 2: R), or "": when the hold is
---             taken, its registration, if it has one, is renewed.
+-- ARGV[8]     "1" for the waiter's first attempt, "0" for a later one.
 --
 -- A reader enters when W is not set and either no writer waits (no live
 -- registration in Q or WQ), or it is admitted (its registration in RQ is
--- negative and live: it waited behind the last writer) or woken by the
--- release of that writer, or it holds a read already (re-entrant: the hold
--- is renewed). Otherwise it is registered in
+-- negative and live: it waited behind the last writer), or it holds a
+-- read already (re-entrant: the hold is renewed). Otherwise it is registered in
 -- RQ, keeping an admitted registration admitted.
 --
 -- Reply, when the hold is taken: an integer >= 0, the fence token (the
@@ -38,21 +32,9 @@
 -- {code, 2, 0}, code as above. The error "ERR redislock: rw token holds the write
 -- lock" when the token holds W (nothing changed).
 local token, meta, ttl, reg = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
-local W, R, H, Q, WQ, RQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local W, R, H, Q, RQ, WA = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]
 local fenced = ARGV[4] == "1"
-local f = 8
-if fenced then f = 9 end
 local waiter = ARGV[6]
-local grants = KEYS[f + 5]
--- A reader woken by a writer's release (a "~free" wake-up, moved to its
--- grant list by its block) enters with the admitted readers, admitted or
--- not: its wake-up may have been meant for one of them, who then enters
--- along with it (internal/handoff's Request.Shared wakes its group).
-local woken = false
-if waiter then
-  local got = redis.call("LPOP", grants, 2)
-  woken = got and got[1] == "~free"
-end
 local now = rw_now()
 local id = waiter or token
 local s = redis.call("ZSCORE", RQ, id)
@@ -61,24 +43,20 @@ local v = redis.call("GET", W)
 local blocked = false
 if v then
   if owns(v, owner(token)) then
-    if waiter then redis.call("DEL", grants) end
     return rw_writer_token()
   end
   blocked = true
-elseif not admitted and not woken and not rw_alive(R, token, now) and (rw_live(Q, now) > 0 or rw_live(WQ, now) > 0) then
+elseif not admitted and not rw_alive(R, token, now) and (rw_live(Q, now) > 0 or rw_writers(WA, now) > 0) then
   blocked = true
 end
 if blocked then
-  -- A reservation is taken by its writer in a round trip, whose release
-  -- wakes the readers: no expiry to wait for. (Its taker may have died:
-  -- the readers then attempt when their block ends.)
+  -- A reservation is taken by its writer, whose release wakes the
+  -- readers: no expiry to wait for. (Its taker may have died: the readers
+  -- then attempt when their block ends.)
   local code = -1
   if v and not string.match(v, "^%d+:~") then code = rw_code(redis.call("PTTL", W)) end
   if waiter then
     rw_register(RQ, waiter, now, ARGV[7], admitted)
-    -- The placeholder outlives the next block (see obtain.lua).
-    redis.call("RPUSH", grants, "~")
-    redis.call("PEXPIRE", grants, 2 * tonumber(ARGV[7]))
     return {code, 2, 0}
   end
   if reg ~= "0" then rw_register(RQ, token, now, reg, admitted) end
@@ -89,7 +67,6 @@ local fence = 0
 if fenced then
   fence = rw_counter(KEYS[9])
   if not fence then
-    if waiter then redis.call("DEL", grants) end
     return rw_bad_counter(KEYS[9])
   end
 end
@@ -98,17 +75,5 @@ redis.call("ZADD", R, rw_ms(now + tonumber(ttl)), token)
 redis.call("HSET", H, token, rw_ms(fence) .. ":" .. meta)
 rw_extend(R, ttl)
 rw_extend(H, ttl)
-if s then
-  redis.call("ZREM", RQ, id)
-  -- The last admitted reader in: wake-ups left (for readers that entered
-  -- along with another, or polled) would only cost spurious attempts.
-  if admitted and rw_admitted(RQ, now) == 0 then redis.call("DEL", KEYS[8]) end
-end
-if waiter then
-  redis.call("DEL", grants)
-  local next, j = ARGV[9], tonumber(ARGV[10])
-  if next and next ~= "" then
-    if j == 1 then rw_renew(WQ, next, now, ARGV[7], false) elseif j == 2 then rw_renew(RQ, next, now, ARGV[7], true) end
-  end
-end
+if s then redis.call("ZREM", RQ, id) end
 return fence

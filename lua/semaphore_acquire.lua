@@ -10,10 +10,7 @@
 -- KEYS[2]   its permit hash (same slot): token -> "<fence>:<metadata>".
 -- KEYS[3]   the fence counter key; present only when ARGV[5] is "1".
 -- Then, only when ARGV[6] is given (a waiter), with f = 2 or 3:
--- KEYS[f+1] the key's wait queue, KEYS[f+2] its wake-up list (handover.lua),
--- KEYS[f+3] the waiter's grant list (as in obtain.lua: a grant the waiter
---           was woken with is taken from it; a registration leaves the
---           placeholder "~" in it with a TTL of twice ARGV[7]).
+-- KEYS[f+1] the key's line, KEYS[f+2] its liveness set (handover.lua).
 --
 -- ARGV[1]   the token.
 -- ARGV[2]   the metadata.
@@ -22,18 +19,17 @@
 -- ARGV[5]   "1" when a fence counter key follows, "0" otherwise.
 -- ARGV[6]   optional: the waiter id.
 -- ARGV[7]   how long (ms) the waiter's registration lasts.
--- ARGV[8]   how long (ms) a permit slot handed over stays reserved.
--- ARGV[9]   optional: the id of the waiter of this process that waits next,
---           or "": renewed in the queue when the permit is obtained, if it
---           still has a registration (as in obtain.lua). ARGV[10] is 1.
+-- ARGV[8]   "1" for the waiter's first attempt (it is in no line yet),
+--           "0" for a later one (obtain.lua's ARGV[7]; a requeue, "2", is
+--           not sent for semaphores).
 --
 -- A member is live while its score is above the server's time now; one
 -- whose score is now or earlier no longer counts, and is pruned here, with
 -- its hash field (O(log n + m) for m expired members, each pruned once).
--- A waiter that prunes members hands the slots they free (up to its limit)
--- to the longest live waiters other than itself before it may take one
--- (semaphore_lib.lua's handOn), as a release would have; the oldest live
--- registration keeps one for itself.
+-- A waiter hands free slots to the live waiters that arrived before it (to
+-- every live waiter, when it is in no line: slots freed by an expiry it
+-- noticed only, for a first attempt) before it may take one, up to its
+-- limit, as a release would have (semaphore_lib.lua's handOn).
 -- <fence> is "0" for a permit without fence counter and "<fence
 -- token>/<tag>" for a fenced one, <tag> being the first 8 hex digits of the
 -- SHA-1 of the counter's key name (as for locks); a permit without fence
@@ -41,9 +37,10 @@
 -- permit does, or later (PEXPIREAT to the highest score written; a release
 -- does not shorten it).
 --
--- A waiter woken with a grant whose reservation is live takes that slot
--- when fewer than its limit are live besides it; otherwise (mixed limits)
--- it passes the slot on to the next waiter, and stays registered.
+-- A waiter whose reservation is live takes that slot when fewer than its
+-- limit are live besides it; otherwise (mixed limits) it passes the slot on
+-- to the next waiter that arrived after it, and stays registered at its
+-- place.
 --
 -- A token that holds a live permit already takes it again (re-entrant): its
 -- expiry and metadata are reset, and its fence token is kept when it came
@@ -61,16 +58,11 @@
 local token, meta, ttl, limit = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local fenced = ARGV[5] == "1"
 local waiter = ARGV[6]
+local later = waiter and ARGV[8] == "0"
 local f = 2
 if fenced then f = 3 end
+local line, alive = KEYS[f + 1], KEYS[f + 2]
 local t, now = clock()
-
-local grant = nil
-if waiter then
-  -- Taken whole: the grant at its head, if one came, then the placeholder.
-  local got = redis.call("LPOP", KEYS[f + 3], 2)
-  if got and got[1] ~= "~" then grant = got[1] end
-end
 
 -- The first member tells whether anything expired: most calls prune
 -- nothing and need no more.
@@ -83,27 +75,20 @@ if first[1] then
   mine = redis.call("ZSCORE", KEYS[1], token)
   live = redis.call("ZCARD", KEYS[1])
 end
--- Our grant's reservation, if it is still live (a lapsed one was pruned).
-local slot = grant and live > 0 and redis.call("ZSCORE", KEYS[1], grant)
+-- Our reservation, if it is still live (a lapsed one was pruned).
+local slot = later and live > 0 and redis.call("ZSCORE", KEYS[1], "~" .. waiter)
 if slot then live = live - 1 end
+-- Our place in line (a first attempt has none).
+local ours = later and redis.call("ZSCORE", line, waiter)
 
--- Slots freed by an expiry that we noticed go to the longest live waiters
--- other than us, as a release's would, before we may take one.
-if waiter and freed > 0 then
-  local queue = KEYS[f + 1]
+-- Free slots go to the live waiters that arrived before us, as a release
+-- would have given them, before we may take one.
+if waiter and (later or freed > 0) and not mine then
   local free = limit - live
-  if slot and not mine then free = free - 1 end
-  local others = redis.call("ZCOUNT", queue, "(" .. now, "+inf")
-  local own = redis.call("ZSCORE", queue, waiter)
-  if own and tonumber(own) > now then
-    others = others - 1
-    -- The oldest live registration keeps a slot for itself.
-    local oldest = redis.call("ZRANGE", queue, "(" .. now, "+inf", "BYSCORE", "LIMIT", 0, 1)
-    if oldest[1] == waiter and not slot and not mine then free = free - 1 end
-  end
-  local n = math.min(freed, free, others)
-  if n > 0 then
-    live = live + handOn(KEYS[1], queue, KEYS[f + 2], ARGV[8], now, n, 0)
+  if slot then free = free - 1 end
+  if not later then free = math.min(free, freed) end
+  if free > 0 then
+    live = live + handOn(KEYS[1], line, alive, now, free, nil, ours or nil, waiter)
   end
 end
 
@@ -120,25 +105,17 @@ elseif live >= limit then
     if ms < 1 then ms = 1 end
     return -(ms + 1)
   end
-  -- Registered (as obtain.lua does): lapsed registrations and lapsed marks
-  -- dropped first, live marks kept.
-  local queue, wake = KEYS[f + 1], KEYS[f + 2]
-  local lapsed = string.format("%.0f", now)
-  redis.call("ZREMRANGEBYSCORE", queue, "-" .. lapsed, lapsed)
-  redis.call("ZADD", queue, string.format("%.0f", now + tonumber(ARGV[7])), waiter)
-  redis.call("PEXPIRE", queue, ARGV[7])
-  redis.call("RPUSH", KEYS[f + 3], "~")
-  redis.call("PEXPIRE", KEYS[f + 3], 2 * tonumber(ARGV[7]))
+  waiting(line, alive, waiter, now, tonumber(ARGV[7]))
   if slot then
-    -- Woken for a slot our limit does not let us take: the next waiter
-    -- may have a larger one.
-    redis.call("ZREM", KEYS[1], grant)
-    handOn(KEYS[1], queue, wake, ARGV[8], now, 1, hops(grant) + 1)
+    -- Granted a slot our limit does not let us take: the next waiter may
+    -- have a larger one.
+    redis.call("ZREM", KEYS[1], "~" .. waiter)
+    handOn(KEYS[1], line, alive, now, 1, ours or now)
   end
   -- When the holders can expire: the first live permit that is not a
   -- reservation (a reservation is taken, or noticed when it lapses).
   local score, reserved = first[2], 0
-  if freed > 0 or slot or string.sub(first[1], 1, 1) == "~" then
+  if freed > 0 or slot or not first[1] or string.sub(first[1], 1, 1) == "~" then
     -- The set changed here, or starts with a reservation: look further.
     local head = redis.call("ZRANGE", KEYS[1], 0, 15, "WITHSCORES")
     score, reserved = head[2], 1
@@ -149,7 +126,8 @@ elseif live >= limit then
       end
     end
   end
-  local ms = tonumber(score) - now
+  local ms = 1
+  if score then ms = tonumber(score) - now end
   if ms < 1 then ms = 1 end
   return {-(ms + 1), 1, reserved}
 end
@@ -164,9 +142,9 @@ if fenced then
     local cur = redis.call("GET", KEYS[3]) or "0"
     if not string.match(cur, "^%d+$") or tonumber(cur) >= 9007199254740992 then
       if slot then
-        -- The slot we were woken for goes on to the next waiter.
-        redis.call("ZREM", KEYS[1], grant)
-        handOn(KEYS[1], KEYS[f + 1], KEYS[f + 2], ARGV[8], now, 1, 0)
+        -- The slot we were granted goes on to the next waiter.
+        redis.call("ZREM", KEYS[1], "~" .. waiter)
+        handOn(KEYS[1], line, alive, now, 1)
       end
       return redis.error_reply("ERR redislock: fence key " .. KEYS[3] .. " does not hold an integer")
     end
@@ -179,9 +157,9 @@ end
 if slot then
   -- Our reservation becomes our permit (or, re-entrant, is not needed and
   -- is handed on).
-  redis.call("ZREM", KEYS[1], grant)
+  redis.call("ZREM", KEYS[1], "~" .. waiter)
   if mine then
-    live = live + handOn(KEYS[1], KEYS[f + 1], KEYS[f + 2], ARGV[8], now, 1, 0)
+    live = live + handOn(KEYS[1], line, alive, now, 1)
   end
 end
 local field = string.format("%.0f", fence)
@@ -203,14 +181,5 @@ else
   redis.call("HSET", KEYS[2], token, field .. ":" .. meta)
   redis.call("PEXPIREAT", KEYS[2], redis.call("PEXPIRETIME", KEYS[1]))
 end
-if waiter then
-  local queue = KEYS[f + 1]
-  redis.call("ZREM", queue, waiter)
-  local next = ARGV[9]
-  if next and next ~= "" then
-    if redis.call("ZADD", queue, "XX", "CH", string.format("%.0f", now + tonumber(ARGV[7])), next) == 1 then
-      redis.call("PEXPIRE", queue, ARGV[7])
-    end
-  end
-end
+if later then gone(line, alive, waiter) end
 return fence

@@ -4,13 +4,11 @@
 --
 -- A semaphore key is a sorted set of permit tokens, each scored by its
 -- expiry in server milliseconds; a member is live while its score is
--- above the server's time. A member whose name starts with "~" is a
--- reservation: a permit slot held for a grant that a release (or a script
--- that noticed a permit expire) pushed for the longest waiter
--- (handover.lua's pass()), scored with its own expiry, reserve ms after it
--- was made. It counts as a permit for everyone but the waiter woken with
--- that grant, which takes it over (semaphore_acquire.lua), and expires
--- like one when nobody does.
+-- above the server's time. A member "~<id>" is a reservation: a permit
+-- slot held for waiter id, which a handover granted it (handover.lua),
+-- scored with the end of that waiter's claim window. It counts as a
+-- permit for everyone but that waiter, which takes it over
+-- (semaphore_acquire.lua), and expires like one when it does not.
 
 -- clock() is handover.lua's: TIME once per script.
 
@@ -30,38 +28,26 @@ local function prune(key, hash, now)
   return #expired
 end
 
--- hops(grant) returns how many waiters a grant went through (see handOn).
-local function hops(grant)
-  return tonumber(string.match(grant, "%-(%d+)$")) or 0
-end
-
--- handOn(key, queue, wake, reserve, now, n, hop) passes up to n freed
--- permit slots of key to its longest live waiters: for each, pass() marks
--- the oldest live registration and pushes a grant behind those already on
--- the wake list, and the slot becomes a reservation of that grant, scored
--- now + reserve. key's expiry is raised to cover the reservations. hop is
--- how many waiters the slot went through already (0 for a freed slot): a
--- grant that has been to as many waiters as are registered is not passed
--- again (mixed limits: nobody could use it), and its slot stays free. It
--- returns how many slots it reserved.
-local function handOn(key, queue, wake, reserve, now, n, hop)
-  if hop > 0 and hop >= redis.call("ZCOUNT", queue, "(" .. now, "+inf") then
-    return 0
-  end
-  local upto = now + tonumber(reserve)
-  local done = 0
-  for i = 1, n do
-    -- The tag "<i>-<hop>" keeps the grants of one script apart.
-    local grant = pass(queue, wake, reserve, i .. "-" .. hop, nil, true)
-    if not grant then break end
-    redis.call("ZADD", key, string.format("%.0f", upto), grant)
+-- handOn(key, line, alive, now, n, after, ours, waiter) passes up to n free
+-- permit slots of key to the oldest live waiters of its line, in order of
+-- arrival: those that arrived after `after`, when given, and, with waiter,
+-- those ahead of it (it arrived at ours, see handover.lua's ahead()). Each
+-- waiter is granted (handover.lua) and its slot becomes the reservation
+-- "~<id>", scored now + its claim window; key's expiry is raised to cover
+-- them. It returns how many slots it reserved.
+local function handOn(key, line, alive, now, n, after, ours, waiter)
+  local done, upto = 0, 0
+  while done < n do
+    local id, arrived = oldest(line, alive, now, after)
+    if not id or (waiter and (id == waiter or not ahead(arrived, id, ours, waiter))) then break end
+    local e = now + grant(line, alive, id, now)
+    redis.call("ZADD", key, string.format("%.0f", e), "~" .. id)
+    if e > upto then upto = e end
     done = done + 1
   end
-  if done > 0 then
-    -- -1 (no expiry: the set was made here) is below upto too.
-    if redis.call("PEXPIRETIME", key) < upto then
-      redis.call("PEXPIREAT", key, string.format("%.0f", upto))
-    end
+  -- -1 (no expiry: the set was made here) is below upto too.
+  if done > 0 and redis.call("PEXPIRETIME", key) < upto then
+    redis.call("PEXPIREAT", key, string.format("%.0f", upto))
   end
   return done
 end

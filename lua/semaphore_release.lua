@@ -5,17 +5,17 @@
 -- KEYS[1]   the semaphore key (sorted set, see semaphore_acquire.lua).
 -- KEYS[2]   its permit hash.
 -- Then, only when ARGV[2] is given:
--- KEYS[3]   the key's wait queue, KEYS[4] its wake-up list (handover.lua).
+-- KEYS[3]   the key's line, KEYS[4] its liveness set (handover.lua).
 -- ARGV[1]   the token.
--- ARGV[2]   optional: how long (ms) a slot handed over stays reserved.
+-- ARGV[2]   optional: "1", the slot is handed over (KEYS[3..4] given).
 --
 -- The token's member and hash field are removed whether the permit was
 -- live or had expired (an expired one no longer counts; removing it only
 -- prunes it early). No other permit is touched. O(log n). With ARGV[2],
 -- the slot of a live permit, and those of members that expired unnoticed
 -- (pruned here), go to the longest live waiters: each becomes a
--- reservation of a grant pushed on the wake-up list (semaphore_lib.lua's
--- handOn); with no live waiter the slot is simply free.
+-- reservation for that waiter (semaphore_lib.lua's handOn); with no live
+-- waiter the slot is simply free.
 --
 -- Reply, an integer:
 --   1   the permit was live and is released.
@@ -36,6 +36,6 @@ if not reserve then return ours end
 local freed = ours + prune(KEYS[1], KEYS[2], now)
 local handed = 0
 if freed > 0 then
-  handed = handOn(KEYS[1], KEYS[3], KEYS[4], reserve, now, freed, 0)
+  handed = handOn(KEYS[1], KEYS[3], KEYS[4], now, freed)
 end
 return handed * 2 + ours

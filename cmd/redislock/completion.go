@@ -50,6 +50,8 @@ type completionFlag struct {
 	names []string // "--wait", "-w"
 	usage string
 	arg   string // "" for a flag without a value; "FILE" completes files
+	// repeat: the flag may be given more than once (--redis, for a quorum).
+	repeat bool
 }
 
 // completionCommand is one subcommand as the completion scripts offer it.
@@ -93,7 +95,8 @@ func completionFlags(fs *flag.FlagSet, short aliases) []completionFlag {
 			arg = ""
 		}
 		usage, _, _ = strings.Cut(usage, ";")
-		cf := completionFlag{names: append([]string{"--" + f.Name}, short.of(f.Name)...), usage: usage, arg: arg}
+		_, repeat := f.Value.(*urlList)
+		cf := completionFlag{names: append([]string{"--" + f.Name}, short.of(f.Name)...), usage: usage, arg: arg, repeat: repeat}
 		out = append(out, cf)
 	})
 	slices.SortFunc(out, func(a, b completionFlag) int { return strings.Compare(a.names[0], b.names[0]) })
@@ -227,7 +230,8 @@ _redislock "$@"
 `)
 }
 
-// zshSpec is f as an _arguments spec: '(-w --wait)'{-w,--wait}'[usage]:ARG:action'.
+// zshSpec is f as an _arguments spec: '(-w --wait)'{-w,--wait}'[usage]:ARG:action',
+// '*--redis[usage]:URL: ' for a flag that may be repeated.
 func zshSpec(f completionFlag) string {
 	desc := "[" + zshEscape(f.usage) + "]"
 	value := ""
@@ -240,6 +244,9 @@ func zshSpec(f completionFlag) string {
 		value = ":" + zshEscape(f.arg) + ": "
 	}
 	if len(f.names) == 1 {
+		if f.repeat {
+			return "'*" + f.names[0] + desc + value + "'"
+		}
 		return "'" + f.names[0] + desc + value + "'"
 	}
 	return "'(" + strings.Join(f.names, " ") + ")'{" + strings.Join(f.names, ",") + "}'" + desc + value + "'"

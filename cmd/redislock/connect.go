@@ -57,6 +57,14 @@ const connHelp = `Connection:
   sentinels; the master's password is ?password=... (Sentinel forms only) or
   one of the following.
 
+Quorum (--redis given 3, 5 or more times, an odd number): each URL names one
+independent standalone master (no replication between them; not a Cluster,
+not Sentinel), and a lock is held while a majority of them hold it (the
+library's Quorum; docs/quorum.md). A minority of the masters may be down.
+--cluster and --sentinel-master do not go with it; --tls, the --tls-* flags
+and the password below apply to every master. Fewer than a majority of the
+masters answering is Redis failing (exit 69, see Failures).
+
 Password, without putting it on the command line (when the URL has none):
   --password-file FILE   its first line; else $REDIS_PASSWORD; else $REDISCLI_AUTH
                          (as redis-cli reads it)
@@ -82,7 +90,9 @@ No message shows the URL's user name or password.`
 // connFlags are the connection flags that every subcommand talking to
 // Redis takes.
 type connFlags struct {
-	url            string
+	// urls are the --redis flags, in order: one URL, or with more a
+	// quorum of independent masters (quorum.go).
+	urls           urlList
 	cluster        bool
 	sentinelMaster string
 	passwordFile   string
@@ -98,7 +108,7 @@ type connFlags struct {
 // addConnFlags defines the connection flags on fs.
 func addConnFlags(fs *flag.FlagSet) *connFlags {
 	c := &connFlags{}
-	fs.StringVar(&c.url, "redis", "", "Redis `URL`; default $REDIS_URL, else "+defaultURL+" (see Connection below)")
+	fs.Var(&c.urls, "redis", "Redis `URL`; default $REDIS_URL, else "+defaultURL+"; given 3, 5 or more times, an odd number: a quorum of independent masters (see Connection and Quorum below)")
 	fs.BoolVar(&c.cluster, "cluster", false, "connect to a Redis Cluster; --redis lists seed nodes")
 	fs.StringVar(&c.sentinelMaster, "sentinel-master", "", "connect through Sentinel to the master `NAME`; --redis lists sentinels")
 	fs.StringVar(&c.passwordFile, "password-file", "", "read the password from the first line of `FILE`")
@@ -117,7 +127,7 @@ func (c *connFlags) check() string {
 	if c.errorCode < 0 || c.errorCode > 255 {
 		return fmt.Sprintf("--redis-error-exit-code %d is not in 0..255", c.errorCode)
 	}
-	return ""
+	return c.checkQuorum()
 }
 
 // endpoint says how to reach Redis: exactly one of its options is set.
@@ -136,7 +146,7 @@ func (e *usageError) Error() string { return e.msg }
 
 // rawURL returns the URL the flags name, and where it came from.
 func (c *connFlags) rawURL() (raw, source string) {
-	raw, source = c.url, "--redis"
+	raw, source = c.urls.first(), "--redis"
 	if raw == "" {
 		raw, source = os.Getenv("REDIS_URL"), "REDIS_URL"
 	}

@@ -109,6 +109,7 @@ func TestTLSFlags(t *testing.T) {
 	cert := []string{"--tls-cert", srv.ClientCertFile(), "--tls-key", srv.ClientKeyFile()}
 	for _, tc := range []struct {
 		name  string
+		conn  []string // instead of conn, when set
 		flags []string
 		code  int
 		want  string
@@ -118,12 +119,16 @@ func TestTLSFlags(t *testing.T) {
 		{name: "no-client-cert", flags: []string{"--tls-ca", srv.CAFile()}, code: exitUnavailable, want: "cannot reach"},
 		{name: "untrusted", flags: cert, code: exitUnavailable, want: "certificate"},
 		{name: "cert-without-key", flags: []string{"--tls-cert", srv.ClientCertFile()}, code: exitUsage, want: "go together"},
-		{name: "not-rediss", flags: append([]string{"--redis", "redis://" + srv.TLSAddr(), "--tls-ca", srv.CAFile()}, cert...), code: exitUsage, want: "rediss://"},
+		{name: "not-rediss", conn: []string{"--redis", "redis://" + srv.TLSAddr()}, flags: append([]string{"--tls-ca", srv.CAFile()}, cert...), code: exitUsage, want: "rediss://"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			key := redistest.Key(t, "lock")
-			env, a := runArgs(append(append([]string{}, conn...), tc.flags...), nil, key, "exit", "0")
+			c := conn
+			if tc.conn != nil {
+				c = tc.conn
+			}
+			env, a := runArgs(append(append([]string{}, c...), tc.flags...), nil, key, "exit", "0")
 			r := redislockCmd(t, env, a...)
 			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, tc.code, tc.want)

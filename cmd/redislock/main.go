@@ -119,7 +119,8 @@ func usage(w io.Writer) {
 }
 
 const mainHelp = `Redis: --redis URL on each command, else $REDIS_URL, else redis://127.0.0.1:6379;
---cluster and --sentinel-master for Cluster and Sentinel (see a command's --help).
+--cluster and --sentinel-master for Cluster and Sentinel; --redis given 3, 5 or more
+times for a quorum of independent masters (see a command's --help).
 
 Examples:
   redislock run --ttl 1m nightly-report -- ./report.sh

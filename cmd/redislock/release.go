@@ -26,6 +26,14 @@ multi-key lock (which must then all be held with TOKEN).
 The token of a shared hold ("redislock run --shared") is refused, saying
 so: a shared hold ends with its run, or expires by itself at its TTL.
 
+On a quorum (--redis given 3, 5 or more times) KEY is released on every
+master that holds it with TOKEN: exit 0 when a majority did (a master
+that failed is named on stderr), 3 when fewer held it with TOKEN, 69 when
+masters that failed could have made the difference. A holder still
+running takes its keys back at its next refresh (on a quorum a refresh
+re-takes missing keys while its lease lasts): there, release is only for
+holders that died.
+
 A holder still running notices the release at its next refresh, up to a
 third of its TTL later, and only then stops its command ("redislock run"
 exits 76): until then both it and a new holder may run.
@@ -73,6 +81,8 @@ func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageFailure(stderr, "release", "missing --token: only the holder's token releases a lock")
 	case conn.check() != "":
 		return usageFailure(stderr, "release", conn.check())
+	case conn.quorum():
+		return releaseQuorum(ctx, prog, conn, keys, *token, stdout, stderr)
 	}
 
 	rdb, code, ok := conn.connect(ctx, prog, stderr)

@@ -61,6 +61,18 @@ its permit to the job that has waited longest. Every job should give the
 same N (a job with a smaller N waits until fewer than its own N hold KEY).
 "redislock status KEY" lists the holders.
 
+Quorum (--redis given 3, 5 or more times, an odd number, one independent
+master each): the lock is taken on a majority of the masters at once (the
+library's Quorum; docs/quorum.md), kept alive and released there; a
+minority of them may be down or restart, and --fence-key's tokens still
+only grow. --max-ttl (default 1m) bounds --ttl: give every run on the
+same masters the same --max-ttl, since a master that restarted without
+its data takes nothing for that long (masters with appendonly yes and
+appendfsync always keep their data). --wait polls, every second at most.
+--limit, --shared, --min-hold and --once-per are refused. There is no
+watch of a server (below): a restart of one master loses no lock. Fewer
+than a majority of the masters answering exits 69.
+
 Shared runs (-s, --shared, flock's -s): any number of shared runs of KEY
 run at once, and none while an exclusive run (the default, -x) holds KEY:
 an exclusive run is refused, or with --wait waits until the last shared
@@ -163,6 +175,10 @@ Examples:
   # at most once per hour, however far apart the replicas start it
   redislock run -q --once-per 1h hourly-sync -- ./sync.sh
 
+  # on a quorum of three independent masters (Redlock's setting), fenced
+  redislock run --redis redis://10.0.0.1:6379 --redis redis://10.0.0.2:6379 \
+      --redis redis://10.0.0.3:6379 --fence-key job:fence job -- ./job
+
   # on a Cluster (a lock key and its fence key need the same {hash tag})
   redislock run --cluster --redis redis://10.0.0.1:7000,10.0.0.2:7000 '{job}:lock' -- ./job`
 
@@ -212,6 +228,10 @@ type runOptions struct {
 	// oncePer (--once-per), when above 0, takes the key of the slot of
 	// that period instead of KEY (redislock.Client.ObtainSlot).
 	oncePer *time.Duration
+	// maxTTL (--max-ttl) is the MaxTTL of a quorum (several --redis);
+	// maxTTLSet says whether it was given.
+	maxTTL    *time.Duration
+	maxTTLSet bool
 }
 
 // held is what "run" holds while its command runs: a lock, or with
@@ -248,6 +268,7 @@ func newRunFlags() (*flag.FlagSet, *runOptions, aliases) {
 	fs.BoolVar(&o.closeFD, "close", false, "accepted for flock's sake; changes nothing: COMMAND never holds the lock, redislock does (flock's -o)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.keepCredentials, "keep-credentials", false, "pass $REDIS_PASSWORD, $REDISCLI_AUTH and a $REDIS_URL that holds a password on to COMMAND (by default it does not get them)")
+	o.maxTTL = durationFlag(fs, "max-ttl", defaultMaxTTL, "on a quorum (several --redis), the longest `TTL` of its locks, the same for every run on those masters: a master that restarted without its data takes nothing for that long (see Quorum)")
 	o.conn = addConnFlags(fs)
 	short.alias(fs, "w", "wait")
 	short.alias(fs, "timeout", "wait")
@@ -314,6 +335,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !flagSet(fs, "grace") {
 		*o.grace = min(defaultGrace, *o.ttl/3)
 	}
+	o.maxTTLSet = flagSet(fs, "max-ttl")
 	if msg := checkRunArgs(key, present, command, o); msg != "" {
 		return usageFailure(stderr, "run", msg)
 	}
@@ -363,22 +385,38 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.verbose {
 		note = r.say
 	}
-	rdb, e, code, ok := o.conn.dial(wctx, prog, stderr, until, note)
-	if !ok {
-		if sig, ok := stopWatch(); ok {
-			return r.interruptedWaiting(sig)
+	if o.conn.quorum() {
+		q, code, ok := o.conn.dialQuorum(wctx, prog, stderr, until, note)
+		if !ok {
+			if sig, ok := stopWatch(); ok {
+				return r.interruptedWaiting(sig)
+			}
+			return code
 		}
-		return code
+		defer q.close()
+		if r.quorum, err = redislock.NewQuorum(q.redisClients(), &redislock.QuorumOptions{MaxTTL: *o.maxTTL}); err != nil {
+			r.say("%v", err)
+			return exitUsage
+		}
+		r.masters = q
+	} else {
+		rdb, e, code, ok := o.conn.dial(wctx, prog, stderr, until, note)
+		if !ok {
+			if sig, ok := stopWatch(); ok {
+				return r.interruptedWaiting(sig)
+			}
+			return code
+		}
+		defer func() { _ = rdb.Close() }()
+		r.rdb, r.endpoint = rdb, e
 	}
-	defer func() { _ = rdb.Close() }()
-	r.rdb, r.endpoint = rdb, e
 
 	lock, code, ok := r.obtain(wctx, until, &o.wait, o.fenceKey, o.metadata, o.conflictCode)
-	if ok {
+	if ok && r.quorum == nil {
 		// A server that has just started may have restarted empty under
 		// a run that has not seen it yet (serverwatch.go).
 		var uptime time.Duration
-		r.runID, uptime = serverStart(wctx, rdb, r.key)
+		r.runID, uptime = serverStart(wctx, r.rdb, r.key)
 		if uptime >= 0 && uptime < restartRecent {
 			r.holdBack = restartHoldBack
 		}
@@ -440,7 +478,10 @@ func checkRunArgs(key string, present bool, command []string, o *runOptions) str
 	case (*o.minHold > 0 || *o.oncePer > 0) && (o.wait.forever || o.wait.d > 0):
 		return "--min-hold and --once-per cannot be used with --wait: a run that waited would run COMMAND again after the run that held KEY"
 	}
-	return o.conn.check()
+	if msg := o.conn.check(); msg != "" {
+		return msg
+	}
+	return checkQuorumRun(o)
 }
 
 // runner is one "run": the lock's settings and where to report.
@@ -476,6 +517,10 @@ type runner struct {
 
 	rdb      redis.UniversalClient
 	endpoint *endpoint // what rdb reached: the watch makes its own client of it
+	// quorum, instead of rdb, when --redis names several masters: the
+	// lock is taken on a majority of masters (no watch of a server).
+	quorum  *redislock.Quorum
+	masters *quorumConn
 	// runID is the run_id of the server that holds KEY, read after the
 	// obtain ("" when it cannot be read).
 	runID string
@@ -495,14 +540,25 @@ func (r *runner) say(format string, args ...any) {
 func (r *runner) obtain(ctx context.Context, until time.Time, wait *waitValue, fenceKey, metadata string, conflictCode int) (held, int, bool) {
 	waiting := !until.IsZero()
 	opt := &redislock.Options{Metadata: metadata, FenceKey: fenceKey, MinHold: r.minHold}
-	if waiting {
+	if waiting && r.quorum == nil {
 		// Locks, permits and read holds alike: the release of a holder
 		// that waited too hands over to the longest waiter.
 		opt.RetryStrategy = redislock.WaitForRelease(nil)
 	}
-	locker := redislock.New(r.rdb)
+	var locker *redislock.Client
+	if r.quorum == nil {
+		locker = redislock.New(r.rdb)
+	}
 	take := func(ctx context.Context) (held, error) {
 		switch {
+		case r.quorum != nil:
+			// One attempt: a wait polls in the loop below, which tells a
+			// lock held from masters failing at each attempt.
+			lock, err := r.quorum.Obtain(ctx, r.key, r.ttl, opt)
+			if err != nil {
+				return nil, err
+			}
+			return lock, nil
 		case r.limit > 0:
 			p, err := locker.Semaphore(r.key, r.limit).Acquire(ctx, r.ttl, opt)
 			if err != nil {
@@ -544,16 +600,22 @@ func (r *runner) obtain(ctx context.Context, until time.Time, wait *waitValue, f
 	pause := 50 * time.Millisecond
 	for {
 		deadline := until
-		if !waiting {
+		if !waiting || r.quorum != nil && time.Now().Add(redisTimeout).Before(until) {
 			deadline = time.Now().Add(redisTimeout)
 		}
 		octx, cancel := context.WithDeadline(ctx, deadline)
 		lock, err := take(octx)
 		cancel()
 		invalid := errors.Is(err, redislock.ErrInvalidKey) || errors.Is(err, redislock.ErrCrossSlot) || errors.Is(err, redislock.ErrInvalidTTL) || errors.Is(err, redislock.ErrInvalidLimit)
+		// On a quorum, not obtained because masters failed (not because
+		// others hold it) is Redis failing; but an attempt cut short by
+		// the end of --wait is a wait that ran out.
+		failed := r.quorum != nil && mastersFailed(err) && !(waiting && !time.Now().Before(until) && errors.Is(err, context.DeadlineExceeded))
+		notObtained := errors.Is(err, redislock.ErrNotObtained) && !failed
 		// A shared run that found KEY held by an exclusive one looks again
-		// (nothing wakes it), as after an error that may pass.
-		again := errors.Is(err, errExclusiveHeld) || !errors.Is(err, redislock.ErrNotObtained) && !invalid && retryable(err)
+		// (nothing wakes it), as after an error that may pass; so does a
+		// run waiting on a quorum (where nothing wakes it either).
+		again := errors.Is(err, errExclusiveHeld) || r.quorum != nil && notObtained || !notObtained && !invalid && retryable(err)
 		switch {
 		case err == nil:
 			return lock, 0, true
@@ -569,7 +631,7 @@ func (r *runner) obtain(ctx context.Context, until time.Time, wait *waitValue, f
 			}
 			pause = min(2*pause, time.Second)
 			continue
-		case errors.Is(err, redislock.ErrNotObtained):
+		case notObtained:
 			if !r.quiet {
 				within := ""
 				if waiting {
@@ -593,6 +655,9 @@ func (r *runner) obtain(ctx context.Context, until time.Time, wait *waitValue, f
 func (r *runner) holder(ctx context.Context, locker *redislock.Client) string {
 	ictx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
+	if r.quorum != nil {
+		return r.masters.holder(ictx, r.key)
+	}
 	if r.limit > 0 {
 		return r.permitHolders(ictx, locker)
 	}

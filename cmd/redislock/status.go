@@ -27,6 +27,15 @@ live permit, with its holder's metadata, TTL, token and fencing token; a
 KEY that shared runs hold ("redislock run --shared") one line for each
 shared hold, likewise.
 
+On a quorum (--redis given 3, 5 or more times) each KEY is shown as the
+masters' majority sees it: held when a majority hold it with one token,
+for as long as a majority still will, with the highest fencing token
+among them; HELD says on how many masters ("yes (3/3 masters)"), --json
+adds "masters": {"held", "answered", "of"}, and --fence-key shows the
+highest of the masters' counters. A master that does not answer is named
+on stderr; fewer than a majority answering exits 69. Semaphores and shared
+holds are not looked for on a quorum.
+
 The token lets anyone release the lock ("redislock release"): the table
 shows its first 8 characters unless --show-token; --json shows all of it.
 
@@ -76,6 +85,9 @@ type lockStatus struct {
 	Permits   []permitStatus `json:"permits,omitempty"`
 	// Shared lists the live shared holds of KEY ("run --shared").
 	Shared []permitStatus `json:"shared,omitempty"`
+	// Masters, on a quorum (several --redis), counts the masters that hold
+	// KEY as shown, that answered, and that make the quorum.
+	Masters *mastersCount `json:"masters,omitempty"`
 }
 
 // permitStatus is one live permit of a semaphore key.
@@ -120,6 +132,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !ok {
 		return code
 	}
+	var err error
 	if len(keys) == 0 {
 		return usageFailure(stderr, "status", "missing KEY")
 	}
@@ -132,15 +145,29 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return usageFailure(stderr, "status", msg)
 	}
 
-	rdb, code, ok := conn.connect(ctx, prog, stderr)
-	if !ok {
-		return code
+	var report *statusReport
+	if conn.quorum() {
+		q, code, ok := conn.dialQuorum(ctx, prog, stderr, time.Time{}, nil)
+		if !ok {
+			return code
+		}
+		defer q.close()
+		qctx, cancel := context.WithTimeout(ctx, redisTimeout)
+		defer cancel()
+		warn := func(format string, args ...any) {
+			_, _ = fmt.Fprintf(stderr, "%s: %s\n", prog, fmt.Sprintf(format, args...))
+		}
+		report, err = readQuorumStatus(qctx, q, keys, *fenceKey, warn)
+	} else {
+		rdb, code, ok := conn.connect(ctx, prog, stderr)
+		if !ok {
+			return code
+		}
+		defer func() { _ = rdb.Close() }()
+		sctx, cancel := context.WithTimeout(ctx, redisTimeout)
+		defer cancel()
+		report, err = readStatus(sctx, rdb, keys, *fenceKey)
 	}
-	defer func() { _ = rdb.Close() }()
-	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	defer cancel()
-
-	report, err := readStatus(ctx, rdb, keys, *fenceKey)
 	if err != nil {
 		_, _ = fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return conn.errorCode
@@ -262,21 +289,34 @@ func printStatus(w io.Writer, report *statusReport, showToken bool) {
 				_, _ = fmt.Fprintf(tw, "%s\tshared %d/%d\t%s\t%s\t%s\t%s\n", l.Key, i+1, len(l.Shared), formatTTL(p.TTLms), strconv.Quote(p.Metadata), token, fenceText(p.FenceToken))
 			}
 		case !l.Held:
-			_, _ = fmt.Fprintf(tw, "%s\tno\t-\t-\t-\t-\n", l.Key)
+			_, _ = fmt.Fprintf(tw, "%s\tno%s\t-\t-\t-\t-\n", l.Key, mastersText(l.Masters, ""))
 		case l.Foreign:
-			_, _ = fmt.Fprintf(tw, "%s\tyes (foreign)\t%s\t-\t-\t-\n", l.Key, formatTTL(l.TTLms))
+			_, _ = fmt.Fprintf(tw, "%s\tyes (foreign%s)\t%s\t-\t-\t-\n", l.Key, mastersText(l.Masters, ", "), formatTTL(l.TTLms))
 		default:
 			token := l.Token
 			if !showToken {
 				token = shorten(token, 8)
 			}
-			_, _ = fmt.Fprintf(tw, "%s\tyes\t%s\t%s\t%s\t%s\n", l.Key, formatTTL(l.TTLms), strconv.Quote(l.Metadata), token, fenceText(l.FenceToken))
+			_, _ = fmt.Fprintf(tw, "%s\tyes%s\t%s\t%s\t%s\t%s\n", l.Key, mastersText(l.Masters, ""), formatTTL(l.TTLms), strconv.Quote(l.Metadata), token, fenceText(l.FenceToken))
 		}
 	}
 	_ = tw.Flush()
 	if report.FenceCounter != nil {
 		_, _ = fmt.Fprintf(w, "fence counter %s: %d\n", report.FenceKey, *report.FenceCounter)
 	}
+}
+
+// mastersText says on how many masters of a quorum a key is held as shown,
+// " (3/3 masters)" (after sep instead of " (" and without ")" when sep is
+// not ""), or "" off a quorum.
+func mastersText(m *mastersCount, sep string) string {
+	switch {
+	case m == nil:
+		return ""
+	case sep != "":
+		return fmt.Sprintf("%s%d/%d masters", sep, m.Held, m.Of)
+	}
+	return fmt.Sprintf(" (%d/%d masters)", m.Held, m.Of)
 }
 
 // fenceText formats a fencing token, "-" for none.

@@ -7,50 +7,42 @@ import (
 	"time"
 )
 
-// A group gathers the waits of one [Registry] for one wake-up list through
-// one client, so that they block one pooled connection instead of one
-// each: only the leader blocks on the list, the others sleep until the lead
-// passes to them. With no leader, the first member ready to block takes
-// the lead (of two waits that began within a round trip of each other,
-// either may: whichever sent its first attempt's reply back to its
-// goroutine first); when the leader leaves, the lead passes to the member
-// that has waited longest among those with time enough to block. So the
-// next wake-up, and the lock, go to the waits in the order they became
-// ready to block. The leader is the goroutine of a wait, never one of the
+// A group gathers the waits of one [Registry] for one line (a key's wait
+// line) through one client, so that they block one pooled connection
+// instead of one each: only the leader blocks, on the grant lists of
+// every member at once; the others sleep until the lead passes to them, a
+// grant for them comes, or it is time to attempt. With no leader, the
+// first member ready to block takes the lead; when the leader leaves, the
+// lead passes to the member that has waited longest among those with time
+// enough to block. The leader is the goroutine of a wait, never one of the
 // package.
 //
-// Across processes (and across clients) the order is Redis's: the client
-// blocked longest on the list gets the next grant.
+// The order in which keys are handed over is the line's, on the server
+// (lua/handover.lua): a group only shares the connection that waits for
+// the grants.
 type group struct {
-	reg     *Registry
-	key     groupKey // zero for a client that cannot be a map key
-	list    string
-	listArg any // list, boxed once for the blocking calls
-	state   *clientState
+	reg   *Registry
+	key   groupKey // zero for a client that cannot be a map key
+	line  string
+	state *clientState
 
 	mu      sync.Mutex
 	members []*member  // oldest first
-	leader  *member    // the member that may block on the list, or nil
+	leader  *member    // the member that may block, or nil
 	few     [2]*member // members' first backing array
 }
 
 // member is one wait in a group.
 type member struct {
-	id      string        // its registration in the wait queue
-	wake    chan struct{} // the lead was given to it (capacity 1)
+	id      string        // its registration in the line
+	grants  string        // its grant list in the group's line (GrantList)
+	wake    chan struct{} // the lead, or a grant, was given to it (capacity 1)
 	timer   *time.Timer
 	since   time.Time     // when it registered (its first failed attempt)
 	longest time.Duration // the longest block its client allows
 
-	renewed time.Time // a time before its last registration or renewal; guarded by the group's mu
-
-	grants string // its grant list (see GrantList)
-
-	noLead  bool   // too little time left to block; guarded by the group's mu
-	quiet   bool   // joined without attempting (see joinQuiet); guarded by the group's mu
-	adopted bool   // registered by the script of the leader before it (see adopt); guarded by the group's mu
-	plus    string // "+" and its id, once named for adoption; guarded by the group's mu
-	now     bool   // attempt at once (see Request.Shared); guarded by the group's mu
+	noLead bool // too little time left to block; guarded by the group's mu
+	now    bool // attempt at once (a grant came, see Request.Shared); guarded by the group's mu
 }
 
 func newMember(id string) *member {
@@ -103,7 +95,7 @@ func (m *member) signal() {
 	}
 }
 
-// wait returns how long m, a member, may block on the list now: a positive
+// wait returns how long m, a member, may block now: a positive
 // duration when m leads (as long as m has waited, between firstBlock and
 // m.longest, and ending slack before until), zero when its caller should
 // try without blocking: at until, or at once when the lead passes to m
@@ -182,16 +174,6 @@ func (g *group) leadAlone(m *member) bool {
 	return false
 }
 
-// joinQuiet reports whether m's group has other members, and if so marks
-// m as a member that waits for the lead without a registration of its own
-// (a requeue, see wait.requeue): next does not name it for a renewal.
-func (g *group) joinQuiet(m *member) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	m.quiet = len(g.members) > 1 || (len(g.members) == 1 && g.members[0] != m)
-	return m.quiet
-}
-
 // wakeAll tells every member but m to attempt at once, without blocking
 // (see [Request.Shared]).
 func (g *group) wakeAll(m *member) {
@@ -208,69 +190,40 @@ func (g *group) wakeAll(m *member) {
 // unblock gives back the blocking connection that wait took.
 func (g *group) unblock() { g.reg.release(g.state) }
 
-// next returns the id of the member that would lead after m, for the
-// script that ends m's wait to renew its registration, or "". A handover
-// marks the oldest live registration of the queue (see lua/handover.lua),
-// so that member's is renewed when it may have been marked in m's place
-// (it is not younger than m's), or when it is old enough (renewAfter, at
-// now) to lapse during its block; otherwise the renewal is left out.
-//
-// A member that joined quietly and has not registered (see joinQuiet) has
-// nothing to renew: with adopt false, next returns ""; with adopt true
-// (the caller's script registers a successor named "+<id>", see
-// [Request.Successors]) it returns "+<id>", the member's grant list
-// (which that script gives the placeholder) and the member, for adopt once
-// the script has obtained the keys.
-func (g *group) next(m *member, now time.Time, adopt bool) (id, grants string, o *member) {
+// others reports whether m's group has members other than m.
+func (g *group) others(m *member) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.members) > 1 || (len(g.members) == 1 && g.members[0] != m)
+}
+
+// lists returns the grant lists that m, the leader, blocks on: its own,
+// then the other members', oldest first.
+func (g *group) lists(m *member) []any {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]any, 1, len(g.members))
+	out[0] = m.grants
+	for _, o := range g.members {
+		if o != m {
+			out = append(out, o.grants)
+		}
+	}
+	return out
+}
+
+// wake tells the member whose grant list is list that a grant came for
+// it: it attempts at once.
+func (g *group) wake(list string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, o := range g.members {
-		if o != m {
-			if o.quiet && o.renewed.IsZero() {
-				if !adopt {
-					return "", "", nil
-				}
-				if o.plus == "" {
-					o.plus = "+" + o.id
-				}
-				return o.plus, o.grants, o
-			}
-			if o.renewed.After(m.renewed) && now.Sub(o.renewed) < renewAfter {
-				return "", "", nil
-			}
-			return o.id, "", nil
+		if o.grants == list {
+			o.now = true
+			o.signal()
+			return
 		}
 	}
-	return "", "", nil
-}
-
-// adopt records that the script of the member before o registered o at a
-// time after at, and left the placeholder in its grant list: o then
-// blocks without a registration of its own (see adopted).
-func (g *group) adopt(o *member, at time.Time) {
-	g.mu.Lock()
-	o.renewed, o.adopted = at, true
-	g.mu.Unlock()
-}
-
-// adopted reports whether m was adopted (see adopt) and forgets it.
-func (g *group) adopted(m *member) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	a := m.adopted
-	m.adopted = false
-	return a
-}
-
-// registered records that m registered (or renewed its registration) at
-// a time after at; g may be nil (the wait polls).
-func (g *group) registered(m *member, at time.Time) {
-	if g == nil {
-		return
-	}
-	g.mu.Lock()
-	m.renewed = at
-	g.mu.Unlock()
 }
 
 // passLead makes the oldest member other than m that can block the

@@ -30,13 +30,22 @@ const (
 	// Obtain later than that starts as any other.
 	requeueWithin = time.Second
 	// registeredWithin is how long after the handover an Obtain blocks at
-	// once under the registration of the release: half a reservation
-	// (ReservationArg), the longest a grant for that waiter
-	// stays on the wake-up list before it blocks. A later Obtain requeues
-	// under the same id, and its first attempt renews the registration
-	// and finds a key that came free meanwhile.
-	registeredWithin = 50 * time.Millisecond
+	// once under the registration of the release, which lapses
+	// RegisteredLapse after it unless the waiter attempts: a block that
+	// starts within registeredWithin ends with an attempt (which renews
+	// it) before then. A later Obtain requeues under the same id, and its
+	// first attempt renews the registration, or registers it again.
+	registeredWithin = 500 * time.Millisecond
 )
+
+// RegisteredLapse is how long the registration of a releaser's next wait
+// (release.lua's ARGV[2]) is live without an attempt of its own: a caller
+// that does not ask again costs a handover no more than this.
+const RegisteredLapse = time.Second
+
+// RegisteredLapseArg is RegisteredLapse as a script argument, in
+// milliseconds.
+const RegisteredLapseArg = "1000"
 
 // HandedOver records that the lock of key, a key of the lock that
 // released it, was handed over by a release sent at at, which registered

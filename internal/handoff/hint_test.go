@@ -7,9 +7,10 @@ import (
 )
 
 // A requeue hint says how the next Obtain of its key starts: under the
-// registration its release made while a grant for it can still be on the
-// wake-up list (registeredWithin), as a requeue with the same id until
-// requeueWithin, then as any Obtain; an Obtain of another key leaves it.
+// registration its release made while it has time to block before that
+// registration lapses (registeredWithin), as a requeue with the same id
+// until requeueWithin, then as any Obtain; an Obtain of another key leaves
+// it.
 func TestHintTake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var h Hint

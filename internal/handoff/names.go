@@ -1,112 +1,83 @@
 package handoff
 
 import (
+	"crypto/rand"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redislock/redislock/internal/keyslot"
 )
 
 // The suffixes of companion names (see [Companions]).
 const (
-	queueSuffix = ":redislock:waiters"
-	wakeSuffix  = ":redislock:wake"
+	lineSuffix  = ":redislock:waiters"
+	aliveSuffix = ":redislock:alive"
 	untagged    = ":untagged"
-	grantInfix  = ":redislock:grant:"
 )
 
 // Companions returns the keys that hand a lock over: for lock keys
-// k1..kn, the slice k1..kn, then the wait queue of each key, then the
-// wake-up list of each key (3n keys, the layout of release.lua and
-// leave.lua). ok is false when some key cannot have companions in its own
-// hash slot: a key without hash tag that contains "}".
+// k1..kn, the slice k1..kn, then the line of each key, then the liveness
+// set of each key (3n keys, the layout of release.lua and leave.lua). ok
+// is false when some key cannot have companions in its own hash slot: a
+// key without hash tag that contains "}".
 //
 // A key with a hash tag has the companions "<key>:redislock:waiters" and
-// "<key>:redislock:wake": they share its slot and its prefix (an ACL key
+// "<key>:redislock:alive": they share its slot and its prefix (an ACL key
 // pattern that covers "locks:*" covers the companions of "locks:{job}"). A
 // key without hash tag is put in braces, which keeps its slot, and marked:
-// "{<key>}:redislock:waiters:untagged" and "{<key>}:redislock:wake:untagged".
+// "{<key>}:redislock:waiters:untagged" and "{<key>}:redislock:alive:untagged".
 // The names of the two forms end differently and each holds its lock key
 // whole, so no two lock keys share a companion: "job" and "{job}" queue in
-// "{job}:redislock:waiters:untagged" and "{job}:redislock:waiters".
+// "{job}:redislock:waiters:untagged" and "{job}:redislock:waiters". A
+// waiter's grant list is its line's name, ":" and its id ([GrantList]).
 func Companions(keys []string) (_ []string, ok bool) {
 	size := 0
 	for _, k := range keys {
-		q, w, ok := companionLengths(k)
+		l, ok := companionLength(k)
 		if !ok {
 			return nil, false
 		}
-		size += q + w
+		size += 2*l + len(aliveSuffix) - len(lineSuffix)
 	}
 	// One allocation for every name: each is a slice of it.
 	var b strings.Builder
 	b.Grow(size)
-	for _, k := range keys {
-		for _, suffix := range [2]string{queueSuffix, wakeSuffix} {
+	for _, suffix := range [2]string{lineSuffix, aliveSuffix} {
+		for _, k := range keys {
 			writeCompanion(&b, k, suffix)
 		}
 	}
-	return split(keys, b.String()), true
-}
-
-// split returns keys, then the queue and wake-up list names of each key,
-// cut from all, which holds them in Companions' order.
-func split(keys []string, all string) []string {
+	all := b.String()
 	n := len(keys)
 	out := make([]string, 3*n)
 	copy(out, keys)
 	at := 0
 	for i, k := range keys {
-		q, w, _ := companionLengths(k)
-		out[n+i], out[2*n+i] = all[at:at+q], all[at+q:at+q+w]
-		at += q + w
+		l, _ := companionLength(k)
+		out[n+i], at = all[at:at+l], at+l
 	}
-	return out
+	for i, k := range keys {
+		l, _ := companionLength(k)
+		l += len(aliveSuffix) - len(lineSuffix)
+		out[2*n+i], at = all[at:at+l], at+l
+	}
+	return out, true
 }
 
-// companionLengths returns the lengths of key's wait queue and wake-up list
-// names; ok as for [Companions].
-func companionLengths(key string) (queue, wake int, ok bool) {
+// companionLength returns the length of key's line name; ok as for
+// [Companions].
+func companionLength(key string) (n int, ok bool) {
 	if hasTag(key) {
-		return len(key) + len(queueSuffix), len(key) + len(wakeSuffix), true
+		return len(key) + len(lineSuffix), true
 	}
 	if strings.IndexByte(key, '}') >= 0 {
-		return 0, 0, false
+		return 0, false
 	}
-	extra := len("{}") + len(untagged)
-	return len(key) + len(queueSuffix) + extra, len(key) + len(wakeSuffix) + extra, true
+	return len(key) + len(lineSuffix) + len("{}") + len(untagged), true
 }
 
-// names returns [Companions] of keys and the [GrantList] of waiter id,
-// whose names share one allocation.
-func names(keys []string, id string) (companions []string, grants string, ok bool) {
-	grantLen := len(grantInfix) + len(id) + len(keys[0])
-	if !hasTag(keys[0]) {
-		grantLen += len("{}")
-	}
-	size := grantLen
-	for _, k := range keys {
-		q, w, ok := companionLengths(k)
-		if !ok {
-			return nil, "", false
-		}
-		size += q + w
-	}
-	var b strings.Builder
-	b.Grow(size)
-	for _, k := range keys {
-		for _, suffix := range [2]string{queueSuffix, wakeSuffix} {
-			writeCompanion(&b, k, suffix)
-		}
-	}
-	writeCompanion(&b, keys[0], grantInfix)
-	b.WriteString(id)
-	all := b.String()
-	return split(keys, all), all[len(all)-grantLen:], true
-}
-
-// writeCompanion writes the name of key's companion with suffix (a
-// suffix of names or grantInfix), in the form companionLengths counts:
-// the untagged marker ends the suffixes of the queue and wake list only.
+// writeCompanion writes the name of key's companion with suffix.
 func writeCompanion(b *strings.Builder, key, suffix string) {
 	if hasTag(key) {
 		b.WriteString(key)
@@ -117,23 +88,24 @@ func writeCompanion(b *strings.Builder, key, suffix string) {
 	b.WriteString(key)
 	b.WriteByte('}')
 	b.WriteString(suffix)
-	if suffix != grantInfix {
-		b.WriteString(untagged)
-	}
+	b.WriteString(untagged)
 }
 
-// GrantList names a waiter's grant list, the list its blocking call moves
-// a grant to: "<key>:redislock:grant:<id>" for a first lock key with a hash
-// tag, "{<key>}:redislock:grant:<id>" for one without. ok is false as for
-// [Companions].
-func GrantList(firstKey, id string) (_ string, ok bool) {
-	if hasTag(firstKey) {
-		return firstKey + grantInfix + id, true
-	}
-	if strings.IndexByte(firstKey, '}') >= 0 {
-		return "", false
-	}
-	return "{" + firstKey + "}" + grantInfix + id, true
+// GrantList names the grant list of waiter id in line, a line of
+// [Companions]: the list a handover pushes its grant on, and the waiter
+// blocks on. It shares the line's slot and prefix.
+func GrantList(line, id string) string { return line + ":" + id }
+
+// Claim is the longest claim window: a waiter granted a key must take it
+// within min(Claim, its TTL), or the key goes on (docs/waiting.md).
+const Claim = 500 * time.Millisecond
+
+// NewID returns a new waiter id for a wait whose lock lasts ttl: random
+// text, ".", and its claim window in milliseconds (min([Claim], ttl), at
+// least 1), which the scripts read from it (lua/handover.lua's claim()).
+func NewID(ttl time.Duration) string {
+	ms := max(min(Claim, ttl).Milliseconds(), 1)
+	return rand.Text() + "." + strconv.FormatInt(ms, 10)
 }
 
 // hasTag reports whether Redis Cluster hashes key by a hash tag.

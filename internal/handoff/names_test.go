@@ -1,9 +1,9 @@
 package handoff
 
 import (
-	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redislock/redislock/internal/keyslot"
 )
@@ -11,17 +11,17 @@ import (
 func TestCompanions(t *testing.T) {
 	cases := []struct {
 		keys []string
-		want []string // the companions: queues, then wake-up lists; nil: none possible
+		want []string // the companions: lines, then liveness sets; nil: none possible
 	}{
-		{[]string{"{job}:lock"}, []string{"{job}:lock:redislock:waiters", "{job}:lock:redislock:wake"}},
-		{[]string{"report:daily"}, []string{"{report:daily}:redislock:waiters:untagged", "{report:daily}:redislock:wake:untagged"}},
-		// "job" and "{job}" are in one slot, and must not share a queue.
-		{[]string{"job"}, []string{"{job}:redislock:waiters:untagged", "{job}:redislock:wake:untagged"}},
-		{[]string{"{job}"}, []string{"{job}:redislock:waiters", "{job}:redislock:wake"}},
-		{[]string{"a{b"}, []string{"{a{b}:redislock:waiters:untagged", "{a{b}:redislock:wake:untagged"}},
-		{[]string{"x{y}z"}, []string{"x{y}z:redislock:waiters", "x{y}z:redislock:wake"}},
-		{[]string{"{{a}}"}, []string{"{{a}}:redislock:waiters", "{{a}}:redislock:wake"}},
-		{[]string{"{j}:a", "{j}:b"}, []string{"{j}:a:redislock:waiters", "{j}:b:redislock:waiters", "{j}:a:redislock:wake", "{j}:b:redislock:wake"}},
+		{[]string{"{job}:lock"}, []string{"{job}:lock:redislock:waiters", "{job}:lock:redislock:alive"}},
+		{[]string{"report:daily"}, []string{"{report:daily}:redislock:waiters:untagged", "{report:daily}:redislock:alive:untagged"}},
+		// "job" and "{job}" are in one slot, and must not share a line.
+		{[]string{"job"}, []string{"{job}:redislock:waiters:untagged", "{job}:redislock:alive:untagged"}},
+		{[]string{"{job}"}, []string{"{job}:redislock:waiters", "{job}:redislock:alive"}},
+		{[]string{"a{b"}, []string{"{a{b}:redislock:waiters:untagged", "{a{b}:redislock:alive:untagged"}},
+		{[]string{"x{y}z"}, []string{"x{y}z:redislock:waiters", "x{y}z:redislock:alive"}},
+		{[]string{"{{a}}"}, []string{"{{a}}:redislock:waiters", "{{a}}:redislock:alive"}},
+		{[]string{"{j}:a", "{j}:b"}, []string{"{j}:a:redislock:waiters", "{j}:b:redislock:waiters", "{j}:a:redislock:alive", "{j}:b:redislock:alive"}},
 		// Hashed whole, with a "}" that would end a tag around them: no
 		// companion can share their slot by construction.
 		{[]string{"{}x"}, nil},
@@ -30,11 +30,6 @@ func TestCompanions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got, ok := Companions(tc.keys)
-		// The wait names companions and grant list in one allocation.
-		c, g, nok := names(tc.keys, "w1")
-		if wantG, _ := GrantList(tc.keys[0], "w1"); nok != ok || (ok && (!slices.Equal(c, got) || g != wantG)) {
-			t.Errorf("names(%q) = %q, %q, %v; want %q, %q, %v", tc.keys, c, g, nok, got, wantG, ok)
-		}
 		if !ok {
 			if tc.want != nil {
 				t.Errorf("Companions(%q): none, want %q", tc.keys, tc.want)
@@ -54,9 +49,24 @@ func TestCompanions(t *testing.T) {
 				t.Errorf("%q is in slot %d, its lock key %q in %d", k, keyslot.Slot(k), lock, keyslot.Slot(lock))
 			}
 		}
-		if g, ok := GrantList(tc.keys[0], "id"); !ok || keyslot.Slot(g) != keyslot.Slot(tc.keys[0]) {
-			t.Errorf("GrantList(%q) = %q, %t: not in the key's slot", tc.keys[0], g, ok)
+		if g := GrantList(got[n], "id.500"); keyslot.Slot(g) != keyslot.Slot(tc.keys[0]) || !strings.HasPrefix(g, got[n]) {
+			t.Errorf("GrantList(%q) = %q: not in the key's slot, or not named after its line", got[n], g)
 		}
+	}
+}
+
+// A waiter id carries its claim window: min(Claim, the TTL), at least 1 ms.
+func TestNewID(t *testing.T) {
+	for ttl, want := range map[time.Duration]string{
+		time.Minute: ".500", 200 * time.Millisecond: ".200", time.Microsecond: ".1", 500 * time.Millisecond: ".500",
+	} {
+		id := NewID(ttl)
+		if !strings.HasSuffix(id, want) || len(id) < len(want)+20 {
+			t.Errorf("NewID(%v) = %q, want random text ending with %q", ttl, id, want)
+		}
+	}
+	if NewID(time.Minute) == NewID(time.Minute) {
+		t.Error("two ids alike")
 	}
 }
 

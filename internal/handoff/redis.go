@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,14 +17,11 @@ type Script interface {
 	Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd
 	// Queue queues the script (EVALSHA) in p.
 	Queue(ctx context.Context, p redis.Pipeliner, keys []string, args ...any) *redis.Cmd
-	// Settle returns queued's result after the pipeline ran, or, when it
-	// failed with NOSCRIPT, the result of the script run again through c.
-	Settle(ctx context.Context, c redis.Scripter, queued *redis.Cmd, keys []string, args ...any) *redis.Cmd
 }
 
 // pipeliner is the part of a go-redis client that blocking needs beyond
-// scripts: pipelines, to send a blocking BLMOVE and the attempt that
-// follows it in one round trip. Every go-redis client has them.
+// scripts: pipelines, to send a blocking BLPOP (with a first attempt before
+// it, for a requeue) in one round trip. Every go-redis client has them.
 type pipeliner interface {
 	Pipeline() redis.Pipeliner
 }
@@ -33,15 +31,13 @@ type pipeliner interface {
 type conn interface {
 	// attempt runs the waiting script.
 	attempt(ctx context.Context, keys []string, args []any) (any, error)
-	// blockAndAttempt sends move, a BLMOVE from a wake-up list to the
-	// waiter's grant list blocking for d (see [wait.moveArgs]), and runs
-	// the waiting script right after, in one round trip. moveErr is the
-	// blocking call's own error (nil when it moved a grant or timed out).
-	// With first not nil (see [Request.Requeue]), the waiter's first
-	// attempt, with keys firstKeys and args first, goes before the block
-	// in the same pipeline; its reply is not read (the one after the block
-	// says what came of the wait).
-	blockAndAttempt(ctx context.Context, firstKeys []string, first, move []any, d time.Duration, keys []string, args []any) (reply any, moveErr, err error)
+	// block blocks on the grant lists lists (BLPOP) for d and returns the
+	// list it popped a grant from, "" when the block timed out; err is the
+	// blocking call's own error. With first not nil (see
+	// [Request.Requeue]), the waiter's first attempt, with keys and args
+	// first, goes before the block in the same pipeline; its reply is not
+	// read (the attempt after the block says what came of the wait).
+	block(ctx context.Context, keys []string, first []any, lists []any, d time.Duration) (popped string, err error)
 	// leave runs the leave script.
 	leave(ctx context.Context, keys []string, args []any)
 	// tick returns how late the server may end a blocking call.
@@ -61,32 +57,28 @@ func (c *redisConn) attempt(ctx context.Context, keys []string, args []any) (any
 	return c.obtain.Run(ctx, c.client, keys, args...).Result()
 }
 
-func (c *redisConn) blockAndAttempt(ctx context.Context, firstKeys []string, first, moveArgs []any, _ time.Duration, keys []string, args []any) (any, error, error) {
+func (c *redisConn) block(ctx context.Context, keys []string, first []any, lists []any, d time.Duration) (string, error) {
 	p := c.pipe.Pipeline()
 	if first != nil {
-		// It registers the waiter and leaves the grant list's placeholder
-		// (lua/obtain.lua).
-		c.obtain.Queue(ctx, p, firstKeys, first...)
+		// It registers the waiter (lua/obtain.lua). Where the script did
+		// not run (NOSCRIPT), the attempt after the block registers it.
+		c.obtain.Queue(ctx, p, keys, first...)
 	}
-	move := redis.NewCmd(ctx, moveArgs...)
-	_ = p.Process(ctx, move) // queued: the pipeline's Exec sends it
-	// The grant list exists with a TTL (the registration that preceded the
-	// block left a placeholder in it, see lua/obtain.lua), which BLMOVE
-	// keeps: a grant this process never takes expires with it.
-	eval := c.obtain.Queue(ctx, p, keys, args...)
-	if first != nil {
-		// Where the scripts did not run (NOSCRIPT: the first is not sent
-		// again, the attempt is, with EVAL), the grant list that BLMOVE may
-		// have made still gets a TTL.
-		p.PExpire(ctx, firstKeys[len(firstKeys)-1], placeholderLife)
-	}
+	args := make([]any, 0, len(lists)+2)
+	args = append(append(append(args, "blpop"), lists...), math.Round(d.Seconds()*1000)/1000)
+	pop := redis.NewStringSliceCmd(ctx, args...)
+	_ = p.Process(ctx, pop) // queued: the pipeline's Exec sends it
 	_, _ = p.Exec(ctx)
-	moveErr := move.Err()
-	if errors.Is(moveErr, redis.Nil) {
-		moveErr = nil
+	got, err := pop.Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", nil
+	case err != nil:
+		return "", err
+	case len(got) != 2:
+		return "", fmt.Errorf("%w: BLPOP replied %q", ErrUnexpectedReply, got)
 	}
-	reply, err := c.obtain.Settle(ctx, c.client, eval, keys, args...).Result()
-	return reply, moveErr, err
+	return got[0], nil
 }
 
 func (c *redisConn) leave(ctx context.Context, keys []string, args []any) {
@@ -111,7 +103,7 @@ type reply struct {
 	value    int64     // the script's reply when obtained
 	expiry   time.Time // when not: when the blocking key can expire; zero when it has no expiry
 	blocker  int       // index of the key that blocks longest (0 when not known)
-	reserved bool      // that key is reserved for another waiter's grant
+	reserved bool      // that key is reserved for another waiter
 }
 
 // parseReply reads the waiting script's reply (see the package doc).

@@ -12,7 +12,7 @@ import (
 )
 
 // A Registry holds what the waits of one process share per go-redis
-// client: the groups of goroutines that wait for one key (one wake-up list)
+// client: the groups of goroutines that wait for one key (one line)
 // and block one connection between them, the count of that client's
 // connections that block, and the server's timer tick as last read (kept
 // for a minute). It holds no goroutine and nothing that needs closing; a
@@ -44,10 +44,10 @@ var Default = NewRegistry()
 func NewRegistry() *Registry { return &Registry{} }
 
 // groupKey identifies a group: a client, compared as an interface value,
-// and a wake-up list.
+// and a line.
 type groupKey struct {
 	client redis.Scripter
-	list   string
+	line   string
 }
 
 // clientState is what the waits through one client share. Guarded by the
@@ -65,13 +65,14 @@ const tickLife = time.Minute
 // when INFO cannot be read.
 const defaultTick = 100 * time.Millisecond
 
-// join adds m, as the newest member, to the group of client and list.
-func (r *Registry) join(client redis.Scripter, list string, m *member) *group {
+// join adds m, as the newest member, to the group of client and line.
+func (r *Registry) join(client redis.Scripter, line string, m *member) *group {
+	m.grants = GrantList(line, m.id)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !reflect.TypeOf(client).Comparable() {
 		// Not a map key: the wait is a group of its own.
-		g := &group{reg: r, list: list, listArg: list, state: newClientState(client), members: []*member{m}}
+		g := &group{reg: r, line: line, state: newClientState(client), members: []*member{m}}
 		g.state.members = 1
 		return g
 	}
@@ -85,10 +86,10 @@ func (r *Registry) join(client redis.Scripter, list string, m *member) *group {
 		r.clients[client] = s
 	}
 	s.members++
-	k := groupKey{client, list}
+	k := groupKey{client, line}
 	g := r.groups[k]
 	if g == nil {
-		g = &group{reg: r, key: k, list: list, listArg: list, state: s}
+		g = &group{reg: r, key: k, line: line, state: s}
 		g.members = g.few[:0]
 		r.groups[k] = g
 	}

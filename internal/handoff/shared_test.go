@@ -31,15 +31,17 @@ func (m *sharedModel) reply() any {
 
 func (m *sharedModel) attempt(context.Context, []string, []any) (any, error) { return m.reply(), nil }
 
-func (m *sharedModel) blockAndAttempt(_ context.Context, _ []string, _, _ []any, d time.Duration, _ []string, _ []any) (any, error, error) {
+func (m *sharedModel) block(_ context.Context, _ []string, _, lists []any, d time.Duration) (string, error) {
 	m.mu.Lock()
 	m.blocks++
 	m.mu.Unlock()
 	select {
 	case <-m.released:
+		// The release wakes the readers: the leader's grant comes.
+		return lists[0].(string), nil
 	case <-time.After(d):
+		return "", nil
 	}
-	return m.reply(), nil, nil
 }
 
 func (m *sharedModel) leave(context.Context, []string, []any) {}

@@ -2,9 +2,7 @@ package handoff
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
-	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,13 +10,11 @@ import (
 
 // The timing of waiting.
 const (
-	// firstBlock and maxBlock bound one blocking call (BLMOVE): a waiter
+	// firstBlock and maxBlock bound one blocking call (BLPOP): a waiter
 	// blocks for as long as it has already waited, but at least firstBlock
-	// and at most maxBlock, then tries again. Redis hands a grant to the
-	// client blocked longest, so a block that ends without one sends the
-	// waiter behind those that blocked meanwhile: blocks that grow with the
-	// wait keep that rare, while the context is still checked between
-	// blocks (go-redis cannot interrupt a blocking command).
+	// and at most maxBlock, then attempts again (renewing its
+	// registration): the context is checked between blocks (go-redis
+	// cannot interrupt a blocking command).
 	firstBlock = 250 * time.Millisecond
 	maxBlock   = time.Second
 
@@ -26,42 +22,19 @@ const (
 	// left, a waiter sleeps on a local timer instead.
 	minBlock = 10 * time.Millisecond
 
-	// Registration is how long a waiter's registration in a wait queue
-	// lasts without renewal. Every attempt renews it, and a waiter attempts
-	// at least every half of it (a leader once a block); when the lead
-	// passes on, the script that ends the leader's wait (obtain.lua,
-	// leave.lua) renews the next leader's registration, so that it counts
-	// from the moment it blocks. It outlasts a block that ends a tick late
-	// at hz 1.
+	// Registration is how long a waiter's registration lasts without
+	// renewal. Every attempt renews it, and a waiter attempts at least
+	// every half of it (a leader after each block). It outlasts a block
+	// that ends a tick late at hz 1.
 	Registration = 3 * time.Second
-
-	// Reservation is how long a key handed over stays reserved for the
-	// woken waiter, which takes it in the same round trip as its wake-up.
-	Reservation = 100 * time.Millisecond
-
-	// placeholderLife is the TTL of a grant list's placeholder: twice a
-	// registration, as obtain.lua gives it (a waiter attempts at least
-	// every half registration, and blocks for at most a second plus a
-	// server tick).
-	placeholderLife = 2 * Registration
 
 	// leaveTimeout bounds the leave script of a waiter that gives up.
 	leaveTimeout = 5 * time.Second
-
-	// renewAfter is the age from which the script that ends a leader's
-	// wait renews the registration of the member that leads next (see
-	// group.next) even when it is younger than the leader's: a younger one
-	// outlives the leader's block and its own (at most maxBlock each, the
-	// second ending up to a tick late, a second at hz 1) by half a second.
-	renewAfter = Registration - 2*maxBlock - Registration/6
 )
 
-// The durations above as script arguments, in milliseconds: constant
-// strings, so that passing them allocates nothing.
-const (
-	RegistrationArg = "3000"
-	ReservationArg  = "100"
-)
+// RegistrationArg is Registration as a script argument, in milliseconds:
+// a constant string, so that passing it allocates nothing.
+const RegistrationArg = "3000"
 
 // The last argument of the waiting script (see the package doc): whether
 // the attempt is the waiter's first.
@@ -114,50 +87,34 @@ type Request struct {
 	// Requeue says that the caller handed these keys over to a waiter a
 	// moment ago (its release found one registered) and asks for them
 	// again: the keys are most likely held or reserved, so the wait's
-	// first attempt (which registers it) goes in one round trip with its
-	// first block and the attempt that follows, and a release that ends
-	// the block hands the keys over. That first attempt never takes the
-	// keys: when it finds them free it wakes the client blocked longest
-	// on the wake-up list (a waiter that came first, or this block). The
-	// waiting script must know the requeue attempt (obtain.lua's ARGV[10]
-	// "2"). It applies to one key, on a client that blocks. When other
-	// waits of the Registry are in the key's group, the wait sends nothing
-	// until the lead passes to it: it sleeps unregistered (the group's
-	// leader is registered and blocks for the group), then sends that
-	// round trip. Otherwise (several keys, a client that cannot block, too
+	// first attempt (which registers it, at the back of the line) goes in
+	// one round trip with its first block. That first attempt never takes
+	// the keys: a free key goes to the oldest live waiter of its line,
+	// which may be this one (the waiting script's requeue attempt,
+	// obtain.lua's ARGV[7] "2"). It applies to one key, on a client that
+	// blocks. When other waits of the Registry are in the key's group, the
+	// wait sends nothing until the lead passes to it, then that round
+	// trip. Otherwise (several keys, a client that cannot block, too
 	// little time to block) the wait starts as any other. The first
 	// attempt is not counted as an attempt of its own (MaxAttempts,
 	// Attempted).
 	Requeue bool
-	// ID, when not empty, is the waiter's id in the wait queues (see
-	// [GrantList]); otherwise the wait draws one at random. A caller that
-	// registered the wait before it began names it here.
+	// ID, when not empty, is the waiter's id in the lines (see [NewID]);
+	// otherwise the wait makes one from TTL. A caller that registered the
+	// wait before it began names it here.
 	ID string
 	// Registered, when not zero, says that a script of the caller
-	// registered this wait under ID in the queue of its one key (a
-	// release that handed the key over and asked for it again, release.lua),
-	// at a time after Registered, and gave its grant list the
-	// placeholder: the wait then sends its first block and the attempt
-	// that follows it at once, with no registration of its own (or, when
-	// other waits of the Registry are in the key's group, waits for the
-	// lead as a registered member). The registration must be younger than
-	// a reservation (ReservationArg): a release that handed the key to
-	// this waiter before it blocked left the grant on the wake-up list
-	// for that long. One key only; Requeue is then ignored.
+	// registered this wait under ID in the line of its one key (a release
+	// that handed the key over and asked for it again, release.lua), at a
+	// time after Registered: the wait then blocks at once, with no
+	// attempt before (or, when other waits of the Registry are in the
+	// key's group, waits for the lead as a registered member). The
+	// registration must still be live when the block ends (the Client's
+	// [Hint] sees to it). One key only; Requeue is then ignored.
 	Registered time.Time
-	// Successors says that the waiting script registers the member of
-	// this process that leads after the wait, when the attempt after a
-	// block obtains the keys and that member joined its group with a
-	// requeue and has not registered yet: the script is then given
-	// "+<id>" in place of the successor's id, and that member's grant list
-	// as its last key (obtain.lua), registers it in the queue of the key
-	// and leaves the placeholder in its grant list. That member then
-	// blocks without a registration of its own. Without it, such a
-	// member sends its own (see Requeue).
-	Successors bool
 	// Attempted, when not nil, is called on the waiting goroutine after
-	// each attempt: whether it obtained the keys, whether it was sent with
-	// a block on the wake-up list (obtaining then means a release handed
+	// each attempt: whether it obtained the keys, whether it was sent
+	// right after a block on Redis (obtaining then means a release handed
 	// the keys over, or the holder expired during the block), and its
 	// error (nil when the keys were held).
 	Attempted func(obtained, blocked bool, err error)
@@ -199,18 +156,18 @@ func (e *EndedError) Unwrap() error { return e.Err }
 // Wait runs attempts of req.Obtain until one obtains the keys, the wait
 // ends (ctx, its deadline or TTL, MaxAttempts, Backoff) or an error that is
 // not transient comes back. It blocks the calling goroutine and starts no
-// other. Between attempts it blocks on the wake-up list of the key that
-// holds it up, sharing one connection with the other waits of r for that
-// key and client, or polls with req.Backoff when the client cannot block
-// or the server refuses BLMOVE.
+// other. Between attempts it blocks on the waiter's grant list, sharing one
+// connection with the other waits of r for that key and client, or polls
+// with req.Backoff when the client cannot block or the server refuses
+// BLPOP.
 //
 // It returns the Outcome and nil on success; an [*EndedError] when the
-// context ended (with Outcome.Obtained true if the keys came with a block
-// that outlasted it); [ErrGaveUp]; the last transient error when Backoff
-// gave up while Redis kept failing; or a final error. After a failure
-// nothing of the wait is left registered (a leave script is sent, even
-// when ctx has ended); a wait that dies leaves registrations that lapse
-// by themselves.
+// context ended (with Outcome.Obtained true if an attempt in flight
+// obtained the keys as it ended); [ErrGaveUp]; the last transient error
+// when Backoff gave up while Redis kept failing; or a final error. After a
+// failure nothing of the wait is left registered (a leave script is sent,
+// even when ctx has ended, and passes on a key reserved for the waiter); a
+// wait that dies leaves registrations that lapse by themselves.
 func (r *Registry) Wait(ctx context.Context, req *Request) (Outcome, error) {
 	w := r.newWait(req)
 	w.rc = redisConn{reg: r, client: req.Client, obtain: req.Obtain, leaveWith: req.Leave}
@@ -227,8 +184,8 @@ type state uint8
 
 const (
 	attempting state = iota // send an attempt without blocking
-	requeuing               // lead the group, not registered yet: the first attempt, a block and an attempt, in one round trip (Request.Requeue)
-	blocking                // lead the group: block on the wake-up list, then attempt, in one round trip
+	requeuing               // lead the group, not registered yet: the first attempt and a block, in one round trip (Request.Requeue)
+	blocking                // lead the group: block on the grant lists of its members
 	sleeping                // in the group: wait for the lead, or until it is time to attempt
 	pausing                 // after a transient error: sleep the backoff, then attempt
 	polling                 // cannot block: attempt, then sleep the backoff or until the holder expires
@@ -242,23 +199,22 @@ type wait struct {
 	conn  conn
 	state state
 
-	m        *member // mem
-	mem      member
-	rc       redisConn // the conn of a wait on a server
-	g        *group    // the group of the list the member waits on; nil when polling
-	lists    []string  // the wake-up list of each lock key
-	keys     []string  // the waiting script's keys: CallKeys, queues, wake-up lists, grants
-	args     []any     // its args: CallArgs, id, registration, reservation, successor, index, first
-	leaves   []string  // the leave script's keys
-	move     []any     // the blocking call's command (see moveArgs)
-	heir     *member   // the member the last attempt registered if it obtained (see successor)
-	heirKeys []string  // storage of the keys of an attempt that registers heir
-	first    [12]any   // storage of a requeue's first attempt's args, when they fit
+	m     *member // mem
+	mem   member
+	rc    redisConn // the conn of a wait on a server
+	g     *group    // the group of the line the member waits in; nil when polling
+	lines []string  // the line of each lock key
+	comp  []string  // Companions of the keys: the leave script's keys
+	keys  []string  // the waiting script's keys: CallKeys, lines, liveness sets
+	args  []any     // its args: CallArgs, id, registration, first
+	first [8]any    // storage of a requeue's first attempt's args, when they fit
 
-	registered bool          // in a wait queue: the last attempt failed, or may have
-	sentWaiter bool          // an attempt with the waiter's part was sent: it may have a registration and a grant list
+	registered bool          // in a line: the last attempt failed, or may have
+	sentWaiter bool          // an attempt with the waiter's part was sent: it may be registered
+	afterBlock bool          // the next attempt follows a block
+	renew      time.Time     // when the registration wants renewing (by an attempt); zero: not registered
 	slack      time.Duration // how late the server may end a block
-	block      time.Duration // how long the next attempt blocks first
+	block      time.Duration // how long the next block lasts
 	attempts   int
 	last       reply // what the last failed attempt found
 	lastErr    error // the last transient error
@@ -272,7 +228,7 @@ func (r *Registry) newWait(req *Request) *wait {
 	w.m = &w.mem
 	id := req.ID
 	if id == "" {
-		id = rand.Text()
+		id = NewID(req.TTL)
 	}
 	w.m.init(id)
 	return w
@@ -298,8 +254,10 @@ func (w *wait) run(ctx context.Context, longest time.Duration) (Outcome, error) 
 	w.start(ctx, longest)
 	for w.state != finished {
 		switch w.state {
-		case attempting, requeuing, blocking, polling:
+		case attempting, polling:
 			w.attempt(ctx)
+		case requeuing, blocking:
+			w.blockOnce(ctx)
 		case sleeping:
 			w.sleep(ctx)
 		case pausing:
@@ -311,19 +269,18 @@ func (w *wait) run(ctx context.Context, longest time.Duration) (Outcome, error) 
 }
 
 // start prepares the keys and args of the attempts, and joins the group
-// of the first key, so that the waits of this process wait in the order
-// they called.
+// of the first key's line, so that the waits of this process wait in the
+// order they called.
 func (w *wait) start(ctx context.Context, longest time.Duration) {
 	req := w.req
-	release, grants, ok := names(req.Keys, w.m.id)
+	companions, ok := Companions(req.Keys)
 	if !ok {
 		w.state = polling
 		return
 	}
 	n := len(req.Keys)
-	w.lists = release[2*n:]
-	w.m.grants = grants
-	w.g = w.reg.join(req.Client, w.lists[0], w.m)
+	w.comp, w.lines = companions, companions[n:2*n]
+	w.g = w.reg.join(req.Client, w.lines[0], w.m)
 	if longest > 0 {
 		w.slack = w.conn.tick(ctx)
 		if rt, _ := clientLimits(req.Client); rt > 0 {
@@ -339,17 +296,10 @@ func (w *wait) start(ctx context.Context, longest time.Duration) {
 		w.state = polling
 		return
 	}
-	// A lock obtained at the end of a block counts its lease from the
-	// block's start: blocking at most half the TTL keeps at least half the
-	// lease.
-	w.m.longest = min(longest, max(req.TTL/2, minBlock))
-	// The keys of both scripts in one allocation.
-	keys := make([]string, 0, len(req.CallKeys)+2*n+1+3*n+1)
-	keys = append(append(append(keys, req.CallKeys...), release[n:]...), grants)
-	w.keys = keys[:len(keys):len(keys)]
-	w.leaves = append(append(keys[len(keys):], release...), grants)
-	w.args = append(append(make([]any, 0, len(req.CallArgs)+6), req.CallArgs...), w.m.id, RegistrationArg, ReservationArg, "", int64(1), firstAttempt)
-	w.move = []any{"blmove", nil, grants, "left", "left", nil}
+	w.m.longest = longest
+	keys := make([]string, 0, len(req.CallKeys)+2*n)
+	w.keys = append(append(keys, req.CallKeys...), companions[n:]...)
+	w.args = append(append(make([]any, 0, len(req.CallArgs)+3), req.CallArgs...), w.m.id, RegistrationArg, firstAttempt)
 	w.state = attempting
 	switch {
 	case n != 1:
@@ -377,9 +327,8 @@ func (w *wait) firstBlockFor(ctx context.Context) time.Duration {
 // alone. When it may lead its group at once (it is the group's only
 // member, and one of the client's blocking connections is free) it starts
 // in the requeuing state. When the group has other members, another wait
-// of this process for the key leads or will: it starts sleeping, without
-// a registration of its own (the group's leader is registered), and
-// requeues when the lead passes to it (see sleep).
+// of this process for the key leads or will: it starts sleeping,
+// unregistered, and requeues when the lead passes to it (see sleep).
 func (w *wait) requeue(ctx context.Context) {
 	now := time.Now()
 	block := w.firstBlockFor(ctx)
@@ -390,20 +339,20 @@ func (w *wait) requeue(ctx context.Context) {
 		w.block, w.state, w.out.Alone = block, requeuing, true
 		return
 	}
-	if w.g.joinQuiet(w.m) {
+	if w.g.others(w.m) {
 		w.m.since, w.state = now, sleeping
 	}
 }
 
 // preRegistered starts a wait that the caller's release registered (see
-// Request.Registered): with its registration and grant list in place, it
-// blocks at once when it may lead its group alone, and otherwise sleeps in
-// the group as a registered member. With too little time to block it
-// attempts (and so renews the registration) as any wait does.
+// Request.Registered): it blocks at once when it may lead its group alone,
+// and otherwise sleeps in the group as a registered member. With too
+// little time to block it attempts (and so renews the registration) as any
+// wait does.
 func (w *wait) preRegistered(ctx context.Context) {
-	at := w.req.Registered
-	w.sentWaiter, w.registered, w.m.since = true, true, at
-	w.g.registered(w.m, at)
+	w.sentWaiter, w.registered, w.m.since = true, true, w.req.Registered
+	// The release registered it for RegisteredLapse only.
+	w.renew = w.req.Registered.Add(RegisteredLapse / 2)
 	block := w.firstBlockFor(ctx)
 	switch {
 	case block == 0:
@@ -414,63 +363,71 @@ func (w *wait) preRegistered(ctx context.Context) {
 	}
 }
 
+// blockOnce makes the one block of a leader: BLPOP on the grant lists of
+// its group's members, preceded, when requeuing, by the waiter's first
+// attempt in the same round trip. A grant for another member wakes that
+// member; the leader attempts next whatever came.
+func (w *wait) blockOnce(ctx context.Context) {
+	var first []any
+	if w.state == requeuing {
+		first = append(w.first[:0], w.args...)
+		first[len(first)-1] = requeueAttempt
+		w.sentWaiter, w.registered = true, true
+	}
+	lists := w.g.lists(w.m)
+	popped, err := w.conn.block(ctx, w.keys, first, lists, w.block)
+	w.g.unblock()
+	w.block = 0
+	if popped != "" && popped != w.m.grants {
+		w.g.wake(popped)
+	}
+	switch {
+	case err != nil && !w.req.Transient(err):
+		// BLPOP refused (an ACL, a proxy): poll.
+		w.leave(ctx)
+		w.state = polling
+		return
+	case err != nil:
+		w.lastErr = err
+		w.state = pausing
+		return
+	case ctx.Err() != nil:
+		w.finish(&EndedError{ctx.Err()})
+		return
+	}
+	w.afterBlock = true
+	w.state = attempting
+}
+
 // attempt sends one attempt: plain when polling, with the waiter's
-// registration otherwise, after a block when leading.
+// registration otherwise.
 func (w *wait) attempt(ctx context.Context) {
 	sent := time.Now()
-	read := sent
-	w.heir = nil
+	blocked := w.afterBlock
+	w.afterBlock = false
 	var (
-		v       any
-		moveErr error
-		err     error
-		blocked = w.state == blocking || w.state == requeuing
+		v   any
+		err error
 	)
-	if w.state != polling {
-		// The first attempt has no registration or grant list to look at.
-		w.args[len(w.args)-1] = laterAttempt
-		if !w.sentWaiter {
-			w.args[len(w.args)-1] = firstAttempt
-		}
-		w.sentWaiter = true
-	}
-	switch w.state {
-	case polling:
+	if w.state == polling {
 		args := w.req.PollArgs
 		if args == nil {
 			args = w.req.CallArgs
 		}
 		v, err = w.conn.attempt(ctx, w.req.CallKeys, args)
-	case requeuing:
-		// The registration: it never obtains the keys, so it names no
-		// successor to renew.
-		first := append(w.first[:0], w.args...)
-		first[len(first)-3], first[len(first)-2], first[len(first)-1] = "", int64(1), requeueAttempt
+	} else {
+		// The first attempt is in no line yet.
 		w.args[len(w.args)-1] = laterAttempt
-		w.args[len(w.args)-2] = int64(1)
-		keys := w.successor(sent)
-		v, moveErr, err = w.conn.blockAndAttempt(ctx, w.keys, first, w.moveArgs(), w.block, keys, w.args)
-		w.g.unblock()
-		w.block = 0
-		read = time.Now()
-	case blocking:
-		w.args[len(w.args)-2] = int64(w.last.blocker + 1)
-		keys := w.successor(sent)
-		v, moveErr, err = w.conn.blockAndAttempt(ctx, nil, nil, w.moveArgs(), w.block, keys, w.args)
-		w.g.unblock()
-		w.block = 0
-		// The attempt ran when the block ended, not when it was sent:
-		// read the holder's expiry from now (late by half a round trip at
-		// most).
-		read = time.Now()
-	default:
-		w.args[len(w.args)-3] = ""
+		if !w.sentWaiter {
+			w.args[len(w.args)-1] = firstAttempt
+		}
+		w.sentWaiter = true
 		v, err = w.conn.attempt(ctx, w.keys, w.args)
 	}
 	w.attempts++
 	w.lastErr = nil
 	if err == nil {
-		r, perr := parseReply(v, read)
+		r, perr := parseReply(v, sent)
 		if perr != nil {
 			w.registered = w.state != polling
 			w.finish(perr)
@@ -480,21 +437,13 @@ func (w *wait) attempt(ctx context.Context) {
 			w.req.Attempted(r.obtained, blocked, nil)
 		}
 		if r.obtained {
-			if w.heir != nil {
-				// The script registered the member that leads next.
-				w.g.adopt(w.heir, sent)
-			}
 			w.registered = false
 			w.out = Outcome{Obtained: true, Value: r.value, Sent: sent, Alone: w.out.Alone}
 			if blocked && w.req.Shared {
 				w.g.wakeAll(w.m)
 			}
 			if w.state != polling {
-				w.out.Companions = w.leaves[: len(w.leaves)-1 : len(w.leaves)-1]
-			}
-			if blocked && ctx.Err() != nil {
-				w.finish(&EndedError{ctx.Err()})
-				return
+				w.out.Companions = w.comp
 			}
 			w.finish(nil)
 			return
@@ -503,33 +452,23 @@ func (w *wait) attempt(ctx context.Context) {
 			if !w.registered {
 				w.m.since = sent
 			}
-			w.registered = true
-			w.g.registered(w.m, sent)
+			w.registered, w.renew = true, sent.Add(Registration/2)
 		}
 		w.last = r
 	} else if w.req.Attempted != nil {
 		w.req.Attempted(false, blocked, err)
 	}
 	switch {
-	case err == nil && moveErr != nil && !w.req.Transient(moveErr):
-		// BLMOVE refused (an old server, an ACL, a proxy): poll.
-		w.leave(ctx)
-		w.state = polling
-		return
 	case ctx.Err() != nil:
 		w.registered = w.registered || (err != nil && w.state != polling)
 		w.finish(&EndedError{ctx.Err()})
 		return
-	case err == nil && moveErr != nil:
-		err = moveErr
-	}
-	if err != nil {
-		if !w.req.Transient(err) {
-			// The script may have run: leave.lua is harmless.
-			w.registered = w.state != polling
-			w.finish(err)
-			return
-		}
+	case err != nil && !w.req.Transient(err):
+		// The script may have run: leave.lua is harmless.
+		w.registered = w.state != polling
+		w.finish(err)
+		return
+	case err != nil:
 		w.lastErr = err
 		if w.state != polling {
 			w.state = pausing
@@ -547,41 +486,16 @@ func (w *wait) attempt(ctx context.Context) {
 	w.state = sleeping
 }
 
-// successor names, in w.args, the member of the group that would lead
-// after this one, for the attempt that follows a block (see group.next):
-// if the attempt obtains the keys, it renews that member's registration
-// when it is old enough to lapse during the block that member then makes
-// in its place, or registers a member that joined quietly (with
-// Request.Successors). It returns the attempt's keys: w.keys, and then
-// that member's grant list when it is registered there.
-func (w *wait) successor(sent time.Time) []string {
-	next, grants, heir := w.g.next(w.m, sent, w.req.Successors)
-	w.args[len(w.args)-3], w.heir = next, heir
-	if heir == nil {
-		return w.keys
-	}
-	if w.heirKeys == nil {
-		w.heirKeys = append(make([]string, 0, len(w.keys)+1), w.keys...)
-	}
-	return append(w.heirKeys[:len(w.keys)], grants)
-}
-
-// moveArgs returns the blocking call of the member that leads w.g: BLMOVE
-// from the group's wake-up list to the member's grant list, blocking for
-// w.block (in seconds, to the millisecond). Its arguments are boxed once
-// per wait and group.
-func (w *wait) moveArgs() []any {
-	w.move[1], w.move[5] = w.g.listArg, math.Round(w.block.Seconds()*1000)/1000
-	return w.move
-}
-
-// sleep waits in the group of the key that holds the waiter up, until it
-// leads (then blocks) or it is time to attempt: when the holder can have
-// expired, to renew the registration, or at the deadline, whichever comes
-// first.
+// sleep waits in the group of the line of the key that holds the waiter
+// up, until it leads (then blocks) or it is time to attempt: when the
+// holder can have expired, to renew the registration, or at the deadline,
+// whichever comes first.
 func (w *wait) sleep(ctx context.Context) {
 	now := time.Now()
 	until := now.Add(Registration / 2)
+	if !w.renew.IsZero() && w.renew.Before(until) {
+		until = w.renew
+	}
 	if !w.last.reserved && !w.last.expiry.IsZero() && w.last.expiry.Before(until) {
 		until = w.last.expiry
 	}
@@ -595,17 +509,12 @@ func (w *wait) sleep(ctx context.Context) {
 			until = soon
 		}
 	}
-	list := w.lists[w.last.blocker]
-	if w.g.list != list {
+	line := w.lines[w.last.blocker]
+	if w.g.line != line {
 		w.reg.leave(w.g, w.m)
-		w.g = w.reg.join(w.req.Client, list, w.m)
+		w.g = w.reg.join(w.req.Client, line, w.m)
 	}
 	block, err := w.g.wait(ctx, w.m, until, w.slack)
-	if w.g.adopted(w.m) {
-		// The script of the member that led before registered this one
-		// and gave its grant list the placeholder.
-		w.sentWaiter, w.registered = true, true
-	}
 	switch {
 	case err != nil:
 		w.finish(&EndedError{err})
@@ -669,19 +578,14 @@ func (w *wait) finish(err error) {
 }
 
 // leave takes the member out of its group and its registration out of
-// the wait queues, passing on a grant that a blocking attempt may have
-// left in the grant list.
+// the lines, passing on a key reserved for it.
 func (w *wait) leave(ctx context.Context) {
-	var next string
-	var index int64 = 1
 	if w.g != nil {
-		next, _, _ = w.g.next(w.m, time.Now(), false)
-		index = int64(w.last.blocker + 1)
 		w.reg.leave(w.g, w.m)
 		w.g = nil
 	}
 	if w.registered {
 		w.registered = false
-		w.conn.leave(ctx, w.leaves, []any{w.m.id, ReservationArg, RegistrationArg, next, index})
+		w.conn.leave(ctx, w.comp, []any{w.m.id})
 	}
 }

@@ -19,7 +19,8 @@ type scripterOnly struct{ redis.Scripter }
 // model is a conn that plays a server holding one key, for the timing
 // properties of a wait under testing/synctest: attempts take no time, and
 // a block ends tick late when it times out, as on a server whose hz is
-// 1/tick. It is not Redis: the scripts are tested on real servers.
+// 1/tick; no grant ever comes. It is not Redis: the scripts are tested on
+// real servers.
 type model struct {
 	mu        sync.Mutex
 	heldUntil time.Time // zero: held with no expiry
@@ -29,10 +30,9 @@ type model struct {
 	blocks    []time.Duration
 	left      int
 	calls     []string // "attempt", "block", or "requeue" (a block with the first attempt before it)
-	nexts     []any    // the successor each block's attempt names
-	keyCounts []int    // how many keys each block's attempt has
-	kinds     []any    // each block's attempt's last argument (first, later)
-	ids       []any    // each block's attempt's waiter id
+	lists     []int    // how many grant lists each block waits on
+	kinds     []any    // each attempt's last argument (first, later)
+	ids       []any    // each attempt's waiter id
 }
 
 func (m *model) reply() any {
@@ -50,31 +50,32 @@ func (m *model) reply() any {
 	return []any{code, int64(1), int64(0)}
 }
 
-func (m *model) attempt(context.Context, []string, []any) (any, error) {
+func (m *model) attempt(_ context.Context, _ []string, args []any) (any, error) {
 	m.mu.Lock()
 	m.calls = append(m.calls, "attempt")
+	if len(args) >= 3 {
+		m.kinds = append(m.kinds, args[len(args)-1])
+		m.ids = append(m.ids, args[len(args)-3])
+	}
 	m.mu.Unlock()
 	return m.reply(), nil
 }
 
-func (m *model) blockAndAttempt(_ context.Context, _ []string, first, _ []any, d time.Duration, keys []string, args []any) (any, error, error) {
+func (m *model) block(_ context.Context, _ []string, first, lists []any, d time.Duration) (string, error) {
 	m.mu.Lock()
 	m.blocks = append(m.blocks, d)
 	call := "block"
 	if first != nil {
 		call = "requeue"
-		if first[len(first)-1] != requeueAttempt || args[len(args)-1] != laterAttempt {
-			call = fmt.Sprintf("requeue with %v then %v", first[len(first)-1], args[len(args)-1])
+		if first[len(first)-1] != requeueAttempt {
+			call = fmt.Sprintf("requeue with %v", first[len(first)-1])
 		}
 	}
 	m.calls = append(m.calls, call)
-	m.nexts = append(m.nexts, args[len(args)-3])
-	m.keyCounts = append(m.keyCounts, len(keys))
-	m.kinds = append(m.kinds, args[len(args)-1])
-	m.ids = append(m.ids, args[len(args)-6])
+	m.lists = append(m.lists, len(lists))
 	m.mu.Unlock()
 	time.Sleep(d + m.tickLate)
-	return m.reply(), nil, nil
+	return "", nil
 }
 
 func (m *model) leave(context.Context, []string, []any) {
@@ -199,62 +200,6 @@ func TestWaitMaxAttempts(t *testing.T) {
 	})
 }
 
-// The script that ends a leader's wait renews the registration of the
-// member that leads next only when it may have been marked in the
-// leader's place (it is not younger) or may lapse during its block.
-func TestGroupNextRenewal(t *testing.T) {
-	r := NewRegistry()
-	client := &scripterOnly{}
-	leader, next := newMember("a"), newMember("b")
-	g := r.join(client, "wake", leader)
-	r.join(client, "wake", next)
-	t0 := time.Now()
-	g.registered(leader, t0)
-	for _, c := range []struct {
-		name        string
-		nextAt, now time.Time
-		want        string
-	}{
-		{"younger and fresh", t0.Add(10 * time.Millisecond), t0.Add(20 * time.Millisecond), ""},
-		{"younger, old enough to lapse", t0.Add(10 * time.Millisecond), t0.Add(10*time.Millisecond + renewAfter), "b"},
-		{"as old as the leader's", t0, t0.Add(time.Millisecond), "b"},
-		{"older than the leader's", t0.Add(-time.Millisecond), t0.Add(time.Millisecond), "b"},
-	} {
-		g.registered(next, c.nextAt)
-		if got, _, _ := g.next(leader, c.now, false); got != c.want {
-			t.Errorf("%s: next = %q, want %q", c.name, got, c.want)
-		}
-	}
-	if got, _, _ := g.next(next, t0, false); got != "" {
-		t.Errorf("next after b: %q, want none (a is younger and fresh)", got)
-	}
-	// A requeue that joined the group has no registration to renew.
-	quiet := newMember("c")
-	r.join(client, "wake", quiet)
-	if !g.joinQuiet(quiet) {
-		t.Error("joinQuiet: no other member")
-	}
-	r.leave(g, next)
-	if got, _, _ := g.next(leader, t0, false); got != "" {
-		t.Errorf("next before a requeue that has not registered: %q, want none", got)
-	}
-	quiet.grants = "grants-c"
-	if got, grants, o := g.next(leader, t0, true); got != "+c" || grants != "grants-c" || o != quiet {
-		t.Errorf("next before a requeue that has not registered, to adopt: %q, %q, %v; want +c, its grant list and the member", got, grants, o)
-	}
-	g.registered(quiet, t0)
-	if got, _, _ := g.next(leader, t0.Add(time.Millisecond), true); got != "c" {
-		t.Errorf("next before a requeue that registered as old as the leader: %q, want c", got)
-	}
-	r.leave(g, quiet)
-	r.join(client, "wake", next)
-	r.leave(g, next)
-	if got, _, _ := g.next(leader, t0, true); got != "" {
-		t.Errorf("next of the only member: %q, want none", got)
-	}
-	r.leave(g, leader)
-}
-
 func TestGroupLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -267,14 +212,11 @@ func TestGroupLead(t *testing.T) {
 			members[i] = newMember(string(rune('a' + i)))
 			members[i].longest = maxBlock
 			members[i].since = time.Now()
-			if j := r.join(client, "wake", members[i]); g == nil {
+			if j := r.join(client, "line", members[i]); g == nil {
 				g = j
 			} else if j != g {
 				t.Fatal("two groups for one client and list")
 			}
-		}
-		if next, _, _ := g.next(members[0], time.Now(), true); next != "b" {
-			t.Errorf("next after the first member: %q, want b", next)
 		}
 		// The first member to wait leads and may block: as long as it has
 		// waited, at least firstBlock.
@@ -332,7 +274,7 @@ func TestGroupBlockSlots(t *testing.T) {
 			m := newMember("m")
 			m.longest, m.since = maxBlock, time.Now()
 			ms = append(ms, m)
-			gs = append(gs, r.join(client, "wake"+string(rune('a'+i)), m))
+			gs = append(gs, r.join(client, "line"+string(rune('a'+i)), m))
 		}
 		for i := range 4 {
 			if block, _ := gs[i].wait(ctx, ms[i], far, 100*time.Millisecond); block <= 0 {
@@ -359,10 +301,11 @@ func TestGroupBlockSlots(t *testing.T) {
 	})
 }
 
-// A requeue (Request.Requeue) sends no attempt alone: alone in its group,
-// or in a group whose other member does not lead, it starts with a block
-// whose pipeline carries the first attempt; in a group whose other member
-// leads, it sends nothing until the lead passes to it, then the same. The
+// A requeue (Request.Requeue) sends no attempt alone before its first
+// block: alone in its group, or in a group whose other member does not
+// lead, it starts with a block whose pipeline carries the first attempt;
+// in a group whose other member leads, it sends nothing until the lead
+// passes to it, then the same. Each block is followed by an attempt. The
 // first attempt is not an attempt of MaxAttempts.
 func TestWaitRequeue(t *testing.T) {
 	for _, c := range []string{"alone", "joins a group that does not block", "joins a group that blocks"} {
@@ -378,7 +321,7 @@ func TestWaitRequeue(t *testing.T) {
 			case "joins a group that does not block":
 				co, _ := Companions(req.Keys)
 				other := newMember("other")
-				g := reg.join(req.Client, co[2], other)
+				g := reg.join(req.Client, co[1], other)
 				defer reg.leave(g, other)
 			case "joins a group that blocks":
 				// A wait of the process leads: its attempt fails, and it
@@ -393,7 +336,7 @@ func TestWaitRequeue(t *testing.T) {
 				_, err := reg.run(context.Background(), req, m, maxBlock)
 				done <- err
 			}()
-			want := []string{"requeue", "block"}
+			want := []string{"requeue", "attempt", "block", "attempt"}
 			if c == "joins a group that blocks" {
 				synctest.Wait()
 				if len(m.calls) != 2 {
@@ -404,7 +347,7 @@ func TestWaitRequeue(t *testing.T) {
 				if err := <-leaderDone; !errors.Is(err, context.Canceled) {
 					t.Errorf("the leader: %v", err)
 				}
-				want = []string{"attempt", "block", "requeue", "block"}
+				want = []string{"attempt", "block", "requeue", "attempt", "block", "attempt"}
 			}
 			if err := <-done; !errors.Is(err, ErrGaveUp) {
 				t.Fatalf("%s: %v, want ErrGaveUp", c, err)
@@ -426,62 +369,12 @@ func TestWaitRequeue(t *testing.T) {
 	}
 }
 
-// A leader whose script registers successors (Request.Successors) names a
-// requeue that joined its group quietly as "+<id>", with that member's
-// grant list as one key more; when its attempt obtains the keys, that
-// member blocks without a registration of its own: its first call is a
-// block, not a requeue, and its attempt is a later one.
-func TestWaitRequeueAdopted(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		reg := NewRegistry()
-		m := &model{tickLate: time.Millisecond}
-		leader := request(time.Minute)
-		leader.Successors = true
-		leaderDone := make(chan error, 1)
-		go func() {
-			_, err := reg.run(context.Background(), leader, m, maxBlock)
-			leaderDone <- err
-		}()
-		synctest.Wait() // the leader attempted, and blocks
-		req := request(time.Minute)
-		req.Client, req.Requeue = leader.Client, true
-		done := make(chan error, 1)
-		go func() {
-			_, err := reg.run(context.Background(), req, m, maxBlock)
-			done <- err
-		}()
-		// The leader's first block ends without the lock; its second names
-		// the quiet member, and the key comes free during it.
-		time.Sleep(firstBlock + 2*time.Millisecond)
-		synctest.Wait()
-		m.mu.Lock()
-		m.free = true
-		m.mu.Unlock()
-		if err := <-leaderDone; err != nil {
-			t.Fatalf("leader: %v", err)
-		}
-		if err := <-done; err != nil {
-			t.Fatalf("the adopted member: %v", err)
-		}
-		if want := []string{"attempt", "block", "block", "block"}; !slices.Equal(m.calls, want) {
-			t.Fatalf("calls %q, want %q", m.calls, want)
-		}
-		next, ok := m.nexts[1].(string)
-		if !ok || len(next) < 2 || next[0] != '+' || m.keyCounts[1] != m.keyCounts[0]+1 {
-			t.Errorf("the leader's second block named %v with %d keys (the first %d), want \"+<id>\" and one key more", m.nexts[1], m.keyCounts[1], m.keyCounts[0])
-		}
-		if m.nexts[2] != "" || m.keyCounts[2] != m.keyCounts[0] || m.kinds[2] != laterAttempt {
-			t.Errorf("the adopted member's block named %v with %d keys, attempt %v; want none, %d keys and a later attempt (it takes its grant list)", m.nexts[2], m.keyCounts[2], m.kinds[2], m.keyCounts[0])
-		}
-	})
-}
-
 // A wait that the caller's release registered (Request.Registered) sends
 // no attempt of its own before it blocks: alone in its group, it blocks at
-// once under its ID, with a later attempt (it takes its grant list), and
-// its Outcome says it led alone; in a group whose other member leads, it
-// sends nothing until the lead passes to it, then blocks. Given up, it
-// leaves (its registration is taken back).
+// once under its ID, then attempts as a later attempt, and its Outcome
+// says it led alone; in a group whose other member leads, it sends
+// nothing until the lead passes to it, then blocks. Given up, it leaves
+// (its registration is taken back).
 func TestWaitRegistered(t *testing.T) {
 	for _, c := range []string{"alone", "joins a group that blocks"} {
 		synctest.Test(t, func(t *testing.T) {
@@ -505,7 +398,7 @@ func TestWaitRegistered(t *testing.T) {
 				done <- result{out, err}
 			}()
 			synctest.Wait()
-			want := []string{"block"}
+			want := []string{"block", "attempt"}
 			if c == "joins a group that blocks" {
 				if !slices.Equal(m.calls, []string{"attempt", "block"}) {
 					t.Fatalf("calls %q while the leader blocks, want only the leader's", m.calls)
@@ -514,7 +407,7 @@ func TestWaitRegistered(t *testing.T) {
 				if err := <-leaderDone; !errors.Is(err, context.Canceled) {
 					t.Errorf("the leader: %v", err)
 				}
-				want = []string{"attempt", "block", "block"}
+				want = []string{"attempt", "block", "block", "attempt"}
 			}
 			// The key comes free during the registered wait's first block.
 			m.mu.Lock()
@@ -528,7 +421,7 @@ func TestWaitRegistered(t *testing.T) {
 				t.Errorf("%s: calls %q, want %q", c, m.calls, want)
 			}
 			if m.ids[len(m.ids)-1] != "registered" || m.kinds[len(m.kinds)-1] != laterAttempt {
-				t.Errorf("%s: the block's attempt had id %v and kind %v, want the registered id and a later attempt", c, m.ids, m.kinds)
+				t.Errorf("%s: the attempt after the block had id %v and kind %v, want the registered id and a later attempt", c, m.ids, m.kinds)
 			}
 			if alone := c == "alone"; got.out.Alone != alone {
 				t.Errorf("%s: Outcome.Alone %v, want %v", c, got.out.Alone, alone)
@@ -549,7 +442,7 @@ func TestWaitRegistered(t *testing.T) {
 		req := request(time.Minute)
 		req.ID, req.Registered, req.MaxAttempts = "registered", time.Now(), 1
 		_, err := NewRegistry().run(context.Background(), req, m, maxBlock)
-		if !errors.Is(err, ErrGaveUp) || m.left != 1 || !slices.Equal(m.calls, []string{"block"}) {
+		if !errors.Is(err, ErrGaveUp) || m.left != 1 || !slices.Equal(m.calls, []string{"block", "attempt"}) {
 			t.Errorf("gave up with %v after %q, %d leaves; want ErrGaveUp after one block, one leave", err, m.calls, m.left)
 		}
 	})

@@ -39,6 +39,9 @@
 // and must name their keys with [Key] so that parallel tests and reruns
 // (-count=N) never collide.
 //
+// [SharedQuorumAddrs] starts n independent standalone servers, shared the
+// same way, for the runnable examples and benchmarks of a quorum.
+//
 // Tests that kill servers or force failovers start their own instance with
 // [NewServer], [NewReplicated], [NewCluster] or [NewSentinel], which stop it
 // in t.Cleanup.
