@@ -16,15 +16,12 @@ import (
 )
 
 func main() {
-	addr := os.Getenv("REDIS_ADDR") // e.g. 127.0.0.1:6379
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	if err := run(context.Background(), addr); err != nil {
+	if err := run(context.Background(), os.Getenv("REDIS_ADDR")); err != nil {
 		log.Fatal(err)
 	}
 }
 
+// run runs the job, unless another replica holds its lock.
 func run(ctx context.Context, addr string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
@@ -39,35 +36,21 @@ func run(ctx context.Context, addr string) error {
 	} else if err != nil {
 		return err
 	}
-	defer func() {
-		// Release stops the keep-alive, then deletes the key.
-		if err := lock.Release(ctx); err != nil {
-			log.Println("release:", err) // ErrLockNotHeld: it was lost meanwhile
-		}
-	}()
+	defer func() { _ = lock.Release(ctx) }() // stops the keep-alive, then deletes the key
 
-	// Keep the lock while the job runs, however long it takes, and cancel
-	// the job's context the moment the lock is lost.
+	// Keep the lock while the job runs, however long it takes; the job's
+	// context is cancelled (cause ErrLockLost) the moment it is lost.
 	ka, err := lock.KeepAlive(30*time.Second, nil)
 	if err != nil {
 		return err
 	}
 	jobCtx, cancel := ka.Context(ctx)
 	defer cancel()
-
-	if err := buildReport(jobCtx); err != nil {
-		return err
-	}
-	fmt.Println("report built")
-	return nil
-}
-
-// buildReport is the job: it stops when its context is cancelled.
-func buildReport(ctx context.Context) error {
 	select {
-	case <-time.After(2 * time.Second): // the work
+	case <-time.After(2 * time.Second): // the job
+		fmt.Println("report built")
 		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx) // redislock.ErrLockLost: someone else may run it now
+	case <-jobCtx.Done():
+		return context.Cause(jobCtx) // ErrLockLost: another replica may run it now
 	}
 }
