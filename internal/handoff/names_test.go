@@ -65,8 +65,8 @@ func TestNewID(t *testing.T) {
 			t.Errorf("NewID(%v) = %q, want random text ending with %q", ttl, id, want)
 		}
 	}
-	if NewID(time.Minute) == NewID(time.Minute) {
-		t.Error("two ids alike")
+	if a, b := NewID(time.Minute), NewID(time.Minute); a == b {
+		t.Errorf("two ids alike: %q", a)
 	}
 }
 
