@@ -114,8 +114,8 @@ type waitCounter struct {
 	evals    int  // script calls, in pipelines or not
 	blocks   int  // BLPOP calls
 	timeouts int  // BLPOP calls that timed out
-	grants   int  // attempts that obtained the lock right after a block popped a grant
-	popped   bool // the last block popped a grant
+	grants   int  // attempts right after a block that obtained the lock: handed over (before, at or just after the block's end)
+	blocked  bool // the last command was a block
 }
 
 // sent returns the BLPOP calls sent so far, replied to or not.
@@ -139,12 +139,12 @@ func (c *waitCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if n := cmd.Name(); n == "evalsha" || n == "eval" {
 			c.mu.Lock()
 			c.evals++
-			if v, ok := cmd.(*redis.Cmd); ok && c.popped {
+			if v, ok := cmd.(*redis.Cmd); ok && c.blocked {
 				if fence, ok := v.Val().(int64); ok && fence >= 0 && fence != 1 {
 					c.grants++
 				}
 			}
-			c.popped = false
+			c.blocked = false
 			c.mu.Unlock()
 		}
 		return err
@@ -169,7 +169,7 @@ func (c *waitCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 				c.evals++
 			case "blpop":
 				c.blocks++
-				c.popped = cmd.Err() == nil
+				c.blocked = true
 				if errors.Is(cmd.Err(), redis.Nil) {
 					c.timeouts++
 				}
