@@ -59,3 +59,30 @@ func TestExitUnavailable(t *testing.T) {
 		t.Errorf("--redis-error-exit-code 300: exit %d, stderr %q; want %d", code, stderr.String(), exitUsage)
 	}
 }
+
+// Issue 32 item 7: a key of another type (a hash where the lock, the
+// permits or the RWMutex keep something else) is refused in one line that
+// names the key and what holds it, not Redis's WRONGTYPE with the script's
+// text; exit 69 (a Redis error).
+func TestWrongTypeOneLine(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t)
+	addr := "redis://" + rdb.Options().Addr
+	key := redistest.Key(t, "wrongtype")
+	if err := rdb.HSet(context.Background(), key, "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"run", "--redis", addr, key, "--", "true"},
+		{"run", "--redis", addr, "--limit", "2", key, "--", "true"},
+		{"run", "--redis", addr, "-s", key, "--", "true"},
+	} {
+		r := redislockCmd(t, nil, args...)
+		msg := strings.TrimSpace(r.stderr)
+		if r.code != exitUnavailable || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, key) || !strings.Contains(msg, "hash") || strings.Contains(msg, "user_script") {
+			t.Errorf("%q: exit %d, stderr %q; want %d and one line naming %s and the hash that holds it", args, r.code, r.stderr, exitUnavailable, key)
+		} else {
+			t.Logf("%q: %s", args[len(args)-3:], msg)
+		}
+	}
+}

@@ -632,12 +632,19 @@ func (r *runner) obtain(ctx context.Context, until time.Time, wait *waitValue, f
 			pause = min(2*pause, time.Second)
 			continue
 		case notObtained:
+			by, err := r.holder(ctx, locker)
+			if errors.Is(err, redislock.ErrWrongType) {
+				// Not a hold: KEY is something else (the first attempt, a
+				// plain SET NX, saw it only as taken).
+				r.say("obtain %s: %v", r.key, err)
+				return nil, r.errorCode, false
+			}
 			if !r.quiet {
 				within := ""
 				if waiting {
 					within = " within " + wait.String()
 				}
-				r.say("%s is held%s: not obtained%s", r.key, r.holder(ctx, locker), within)
+				r.say("%s is held%s: not obtained%s", r.key, by, within)
 			}
 			return nil, conflictCode, false
 		case invalid:
@@ -651,25 +658,32 @@ func (r *runner) obtain(ctx context.Context, until time.Time, wait *waitValue, f
 
 // holder describes who holds key, for the message of a lock not obtained:
 // " by METADATA (expires in 9.8s)", " by 2 shared runs: …" for an
-// exclusive run that shared runs keep out, or "" when that cannot be read.
-func (r *runner) holder(ctx context.Context, locker *redislock.Client) string {
+// exclusive run that shared runs keep out, or "" when that cannot be read;
+// and a *redislock.WrongTypeError when KEY is not a string (a hash, a
+// semaphore's sorted set): nothing holds the lock, KEY is something else.
+func (r *runner) holder(ctx context.Context, locker *redislock.Client) (string, error) {
 	ictx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	if r.quorum != nil {
-		return r.masters.holder(ictx, r.key)
+		return r.masters.holder(ictx, r.key), nil
 	}
 	if r.limit > 0 {
-		return r.permitHolders(ictx, locker)
+		return r.permitHolders(ictx, locker), nil
 	}
 	info, err := locker.Inspect(ictx, r.key)
 	if err != nil {
-		return ""
+		return "", err
+	}
+	if info.Held && info.Foreign && info.Value == "" {
+		// Not a string: no lock holds KEY, something else does.
+		typ, _ := r.rdb.Type(ictx, r.key).Result()
+		return "", &redislock.WrongTypeError{Key: r.key, Type: typ, Want: "string"}
 	}
 	if !info.Held {
 		if r.shared {
-			return ""
+			return "", nil
 		}
-		return describeShared(ictx, r.rdb, r.key)
+		return describeShared(ictx, r.rdb, r.key), nil
 	}
 	s := ""
 	if info.Metadata != "" {
@@ -678,7 +692,7 @@ func (r *runner) holder(ctx context.Context, locker *redislock.Client) string {
 	if info.TTL > 0 {
 		s += fmt.Sprintf(" (expires in %v)", info.TTL.Round(time.Millisecond))
 	}
-	return s
+	return s, nil
 }
 
 // permitHolders describes the holders of the semaphore KEY, for the message
