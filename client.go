@@ -224,6 +224,9 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	if waiting && len(keys) == 1 {
 		a.wait.ID, a.wait.Registered, a.wait.Requeue = c.requeue.Take(keys[0])
 	}
+	if other, id, ok := c.requeue.Stale(keys[0]); ok {
+		c.withdraw(ctx, other, id)
+	}
 	if opt.minReplicas() > 0 {
 		a.confirm = func(ctx context.Context) error {
 			return confirmReplicas(ctx, (*Lock)(h), opt, scriptKeys, h.tokenArg, h.metadata, ttlArg, fenced)

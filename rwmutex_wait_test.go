@@ -125,8 +125,10 @@ func TestRWMutexWaitWriterHandedOver(t *testing.T) {
 			t.Fatalf("writer: %v", got.err)
 		}
 		evals, blocks, timeouts, grants := counter.counts()
-		if grants != 1 || evals != 2+timeouts || blocks-timeouts != 1 {
-			t.Errorf("writer sent %d attempts and %d blocks (%d timed out), obtained with %d grants; want 2 (+ timeouts), 1 (+ timeouts), 1",
+		// Each block is followed by one attempt; a block may time out on a
+		// loaded machine, but no more than one was woken.
+		if grants != 1 || evals != 1+blocks || blocks-timeouts > 1 {
+			t.Errorf("writer sent %d attempts and %d blocks (%d timed out), obtained with %d grants; want 1 + one per block, at most 1 woken, 1",
 				evals, blocks, timeouts, grants)
 		}
 		if n := zcard(env.admin, rwKeys(rw)[rwWQ]); n != 0 {

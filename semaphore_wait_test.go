@@ -112,12 +112,13 @@ func TestSemaphoreWaitForReleaseFairness(t *testing.T) {
 			t.Errorf("waiters acquired in the order %v, want %v", order, want)
 		}
 		for i, c := range counters {
-			// Its Release counts one script call too; a block that ended
-			// before its turn (a loaded machine) costs a block and an
-			// attempt more.
+			// Its Release counts one script call too; each block is
+			// followed by one attempt. A block may time out on a loaded
+			// machine (before or just as its turn came), but no more than
+			// one was woken.
 			evals, blocks, timeouts, grants := c.counts()
-			if evals != 3+timeouts || blocks-timeouts != 1 || grants != 1 {
-				t.Errorf("waiter %d sent %d scripts and %d blocks (%d timed out), acquired with %d grants; want 3, 1 (+ timeouts each), 1", i, evals, blocks, timeouts, grants)
+			if evals != 2+blocks || blocks-timeouts > 1 || grants != 1 {
+				t.Errorf("waiter %d sent %d scripts and %d blocks (%d timed out), acquired with %d grants; want 2 + one per block, at most 1 woken, 1", i, evals, blocks, timeouts, grants)
 			}
 		}
 	})

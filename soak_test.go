@@ -83,8 +83,8 @@ type soakHelper struct {
 type soakTally struct {
 	mu      sync.Mutex
 	counts  map[string]int64
-	free    map[string]bool // the reservations that ran out untaken: "<key> <value>"
-	waiting map[int]string  // the key each helper is waiting for, by helper id
+	free    map[string]int64 // the reservations that ran out untaken: "<key> <value>" -> when made (µs), the earliest report
+	waiting map[int]string   // the key each helper is waiting for, by helper id
 }
 
 // add counts a report line of helper id.
@@ -92,7 +92,7 @@ func (s *soakTally) add(id int, line string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.counts == nil {
-		s.counts, s.free, s.waiting = map[string]int64{}, map[string]bool{}, map[int]string{}
+		s.counts, s.free, s.waiting = map[string]int64{}, map[string]int64{}, map[int]string{}
 	}
 	event, detail, _ := strings.Cut(line, " ")
 	s.counts[event]++
@@ -101,7 +101,15 @@ func (s *soakTally) add(id int, line string) {
 	case "waiting":
 		s.waiting[id] = detail
 	case "probe-free":
-		s.free[detail] = true
+		// Several probes may see one reservation run out (its value is
+		// its waiter's, the same for each): one entry, made when the
+		// earliest report says.
+		kv, made, _ := strings.Cut(detail[strings.IndexByte(detail, ' ')+1:], " ")
+		kv = detail[:strings.IndexByte(detail, ' ')+1] + kv
+		us, _ := strconv.ParseInt(made, 10, 64) // written by classify
+		if old, ok := s.free[kv]; !ok || us < old {
+			s.free[kv] = us
+		}
 	}
 }
 
@@ -119,11 +127,16 @@ func (s *soakTally) get(event string) int64 {
 	return s.counts[event]
 }
 
-// untaken returns the reservations that ran out untaken, as "<key> <value>".
+// untaken returns the reservations that ran out untaken, as "<key> <value>
+// <made µs>".
 func (s *soakTally) untaken() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Sorted(maps.Keys(s.free))
+	var out []string
+	for _, kv := range slices.Sorted(maps.Keys(s.free)) {
+		out = append(out, kv+" "+strconv.FormatInt(s.free[kv], 10))
+	}
+	return out
 }
 
 // soakKill is a helper killed while it waited for key.

@@ -156,3 +156,16 @@ func deniedByACL(err error) bool {
 	msg := reply.Error()
 	return strings.Contains(msg, "NOPERM") || strings.Contains(msg, "can't run this command") || strings.Contains(msg, "no permissions")
 }
+
+// withdraw takes back the registration id that a release of key made for
+// the Client's next wait, which went to another key instead (see
+// handoff.Hint.Stale): otherwise a handover of key would reserve it for
+// its claim window with nobody to take it. Best effort: the registration
+// lapses a second after the release anyway.
+func (c *Client) withdraw(ctx context.Context, key, id string) {
+	keys, ok := handoff.Companions([]string{key})
+	if !ok {
+		return
+	}
+	_ = leaveScript.Run(ctx, c.client, keys, id).Err()
+}

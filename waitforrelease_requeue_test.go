@@ -573,3 +573,66 @@ func TestReleaseScriptRegistersOnlyWhenHandingOver(t *testing.T) {
 		}
 	}
 }
+
+// A caller whose Release registered its next wait (it asked again at once,
+// alone) but that asks for another key next takes that registration back
+// at once: no handover of the first key then reserves it for its claim
+// window with nobody to take it.
+func TestWaitForReleaseRegistrationWithdrawnForAnotherKey(t *testing.T) {
+	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
+		ctx := context.Background()
+		key := redistest.Key(t, "lock")
+		locker, _, name, held := handedOverOnce(t, env, key)
+		// The releaser's second Obtain requeues and leads alone: its
+		// lock's Release will register its next wait.
+		second := make(chan obtained, 1)
+		go func() {
+			lock, err := locker.Obtain(ctx, key, time.Minute, waitOpt())
+			second <- obtained{lock: lock, err: err}
+		}()
+		waitUntil(t, "the releaser to block", func() bool { return blocked(t, env.admin, name) })
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-second
+		if got.err != nil {
+			t.Fatalf("the releaser's second Obtain: %v", got.err)
+		}
+		waiterName := clientName("waiter2")
+		done := obtainAsync(ctx, env.newClient(waiterName), key, time.Minute, waitOpt())
+		waitUntil(t, "the second waiter to block", func() bool { return blocked(t, env.admin, waiterName) })
+		released := time.Now()
+		if err := got.lock.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w2 := <-done
+		if w2.err != nil {
+			t.Fatalf("the second waiter: %v", w2.err)
+		}
+		defer func() { _ = w2.lock.Release(ctx) }()
+		// The waiter served left the line: the releaser's next wait is
+		// what is left.
+		if n := env.admin.ZCard(ctx, waitQueue(key)).Val(); n != 1 {
+			t.Fatalf("%d registrations in the line after the handover, want the releaser's next wait", n)
+		}
+		// The releaser asks for another key instead.
+		other, err := locker.Obtain(ctx, redistest.Key(t, "other"), time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = other.Release(ctx) }()
+		ids := env.admin.ZRange(ctx, waitQueue(key), 0, -1).Val()
+		if len(ids) == 0 {
+			return
+		}
+		if time.Since(released) < handoff.RegisteredLapse {
+			t.Fatalf("line %q: the releaser's registration is still there", ids)
+		}
+		// A loaded machine took longer than the registration lives: it
+		// lapsed by itself and is left for the next arrival to prune.
+		lapse, err := env.admin.ZScore(ctx, aliveSet(key), ids[0]).Result()
+		if err == nil && lapse > float64(time.Now().UnixMilli()) {
+			t.Errorf("line %q: the releaser's registration is still live, until %v", ids, time.UnixMilli(int64(lapse)))
+		}
+	})
+}

@@ -230,10 +230,12 @@ func TestWaitForReleaseWakesOnRelease(t *testing.T) {
 		}
 		evals, blocks, timeouts, grants := counter.counts()
 		// One attempt that failed and registered, one block that the
-		// release served, and the attempt after it; a block that timed out
-		// first costs an attempt more.
-		if grants != 1 || evals-timeouts != 2 || blocks-timeouts != 1 {
-			t.Errorf("waiter sent %d attempts and %d blocks (%d timed out), obtained with %d grants; want 2, 1 (+ timeouts), 1",
+		// release served, and the attempt after it. On a loaded machine a
+		// block may time out (before or just as the release came): each
+		// block is followed by one attempt, and no more than one block was
+		// woken.
+		if grants != 1 || evals != 1+blocks || blocks-timeouts > 1 {
+			t.Errorf("waiter sent %d attempts and %d blocks (%d timed out), obtained with %d grants; want 1 + one per block, at most 1 woken, 1",
 				evals, blocks, timeouts, grants)
 		}
 		if err := got.lock.Release(ctx); err != nil {

@@ -76,3 +76,17 @@ func (h *Hint) Take(key string) (id string, registered time.Time, requeue bool) 
 	}
 	return r.id, time.Time{}, true
 }
+
+// Stale returns the registration that the hint's release made for a wait
+// of another key than key, when it may still be live: the caller asks for
+// key instead, and should take that registration back (the leave script
+// on the returned key, with id) so that no handover of the other key
+// reserves it for a waiter that will not come. It forgets the hint; ok is
+// false when there is nothing to take back.
+func (h *Hint) Stale(key string) (other, id string, ok bool) {
+	r := h.last.Load()
+	if r == nil || r.id == "" || *r.key == key || time.Since(r.at) >= RegisteredLapse || !h.last.CompareAndSwap(r, nil) {
+		return "", "", false
+	}
+	return *r.key, r.id, true
+}
