@@ -34,12 +34,13 @@ type group struct {
 
 // member is one wait in a group.
 type member struct {
-	id      string        // its registration in the line
-	grants  string        // its grant list in the group's line (GrantList)
-	wake    chan struct{} // the lead, or a grant, was given to it (capacity 1)
-	timer   *time.Timer
-	since   time.Time     // when it registered (its first failed attempt)
-	longest time.Duration // the longest block its client allows
+	id        string        // its registration in the line
+	grants    string        // its grant list in the group's line (GrantList)
+	grantsArg any           // grants boxed once, for every leader's BLPOP
+	wake      chan struct{} // the lead, or a grant, was given to it (capacity 1)
+	timer     *time.Timer
+	since     time.Time     // when it registered (its first failed attempt)
+	longest   time.Duration // the longest block its client allows
 
 	noLead bool // too little time left to block; guarded by the group's mu
 	now    bool // attempt at once (a grant came, see Request.Shared); guarded by the group's mu
@@ -203,10 +204,10 @@ func (g *group) lists(m *member) []any {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make([]any, 1, len(g.members))
-	out[0] = m.grants
+	out[0] = m.grantsArg
 	for _, o := range g.members {
 		if o != m {
-			out = append(out, o.grants)
+			out = append(out, o.grantsArg)
 		}
 	}
 	return out

@@ -68,6 +68,7 @@ const defaultTick = 100 * time.Millisecond
 // join adds m, as the newest member, to the group of client and line.
 func (r *Registry) join(client redis.Scripter, line string, m *member) *group {
 	m.grants = GrantList(line, m.id)
+	m.grantsArg = m.grants
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !reflect.TypeOf(client).Comparable() {
