@@ -5,7 +5,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redislock/redislock/internal/redistest"
@@ -65,12 +64,9 @@ func runDemoOn(t *testing.T, srv *server) string {
 	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
 	defer cancel()
 	var out bytes.Buffer
-	began := time.Now()
+	// Bounded by demoTimeout: a demo that hangs fails here.
 	if err := demo(ctx, &out, srv); err != nil {
 		t.Fatalf("demo: %v\noutput:\n%s", err, out.String())
-	}
-	if took := time.Since(began); took > 15*time.Second {
-		t.Errorf("demo took %v, want a few seconds", took)
 	}
 	got := out.String()
 	for _, want := range []string{
