@@ -85,6 +85,7 @@ type soakTally struct {
 	counts  map[string]int64
 	free    map[string]int64 // the reservations that ran out untaken: "<key> <value>" -> when made (µs), the earliest report
 	waiting map[int]string   // the key each helper is waiting for, by helper id
+	errs    []string         // the error lines, "helper <id>: <line>"
 }
 
 // add counts a report line of helper id.
@@ -100,6 +101,8 @@ func (s *soakTally) add(id int, line string) {
 	switch event {
 	case "waiting":
 		s.waiting[id] = detail
+	case "error":
+		s.errs = append(s.errs, fmt.Sprintf("helper %d: %s", id, detail))
 	case "probe-free":
 		// Several probes may see one reservation run out (its value is
 		// its waiter's, the same for each): one entry, made when the
@@ -348,7 +351,9 @@ soak:
 	untaken := soakCheckUntaken(t, kills, tally.untaken())
 	t.Logf("figure: %d reservations ran out untaken (the %d probes on a free key); %d helpers were killed while waiting", untaken, tally.get("probe-free"), len(kills))
 	if n := tally.get("error"); n > 0 {
-		t.Errorf("%d obtains or releases failed with an unexpected error (see the helpers' report lines)", n)
+		tally.mu.Lock()
+		t.Errorf("%d obtains or releases failed with an unexpected error:\n%s", n, strings.Join(tally.errs, "\n"))
+		tally.mu.Unlock()
 	}
 	if probes == 0 || tally.get("obtained-wait") == 0 {
 		t.Errorf("the soak did no work: %d probes, %d WaitForRelease obtains", probes, tally.get("obtained-wait"))
