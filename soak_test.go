@@ -422,7 +422,9 @@ func soakHelperMain(spec string) int {
 		case ctx.Err() != nil:
 			return 0 // stopping: the wait was cut short
 		case kind == "probe" && errors.Is(err, redislock.ErrNotObtained):
-			report("%s", probe.classify(ctx, soakKey(k)))
+			if line := probe.classify(ctx, soakKey(k)); line != "" {
+				report("%s", line)
+			}
 			continue
 		case errors.Is(err, redislock.ErrNotObtained):
 			report("gave-up %s %s: %v", kind, soakKey(k), err)
@@ -490,7 +492,8 @@ var soakReservation = regexp.MustCompile(`^\d+:~[^:]*\.(\d+):0:$`)
 // classify names what made the last obtain fail: "probe-held" (a holder's
 // value), "probe-taken" (a reservation that its waiter took before it ran
 // out) or "probe-free" (a reservation that ran out, or nearly, with
-// nobody taking it: the key was free).
+// nobody taking it: the key was free); "" when the soak ended (ctx) while
+// it followed a reservation.
 func (c *soakProbeClient) classify(ctx context.Context, key string) string {
 	c.mu.Lock()
 	get := c.last
@@ -518,6 +521,9 @@ func (c *soakProbeClient) classify(ctx context.Context, key string) string {
 			return nil
 		})
 		now, err := val.Result()
+		if err != nil && ctx.Err() != nil {
+			return "" // stopping: the soak is over
+		}
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return "error GET " + key + ": " + err.Error()
 		}
