@@ -413,26 +413,7 @@ func TestWaitForReleaseRegisteredByRelease(t *testing.T) {
 	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
 		ctx := context.Background()
 		key := redistest.Key(t, "lock")
-		locker, trips, name, held := handedOverOnce(t, env, key)
-		// The second Obtain requeues (the last release handed the key
-		// over) and leads alone: its lock's Release will register.
-		second := make(chan obtained, 1)
-		go func() {
-			lock, err := locker.Obtain(ctx, key, time.Minute, waitOpt())
-			second <- obtained{lock: lock, err: err}
-		}()
-		waitUntil(t, "the releaser to block", func() bool { return blocked(t, env.admin, name) })
-		if err := held.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		got := <-second
-		if got.err != nil {
-			t.Fatalf("the releaser's second Obtain: %v", got.err)
-		}
-		waiterName := clientName("waiter2")
-		waiter := env.newClient(waiterName)
-		done := obtainAsync(ctx, waiter, key, time.Minute, waitOpt())
-		waitUntil(t, "the second waiter to block", func() bool { return blocked(t, env.admin, waiterName) })
+		locker, trips, name, got, done := heldWithWaiter(t, env, key)
 
 		// The third Obtain goes right after the Release (within
 		// registeredWithin): its goroutine is ready before.
@@ -574,6 +555,34 @@ func TestReleaseScriptRegistersOnlyWhenHandingOver(t *testing.T) {
 	}
 }
 
+// heldWithWaiter makes the Client of handedOverOnce obtain key again: its
+// Obtain requeues (the last release handed the key over) and leads alone,
+// so that the Release of the lock it gets registers its next wait. A
+// second waiter then blocks for key. It returns the Client, its counter,
+// its client's name, the lock it holds and the second waiter's result.
+func heldWithWaiter(t *testing.T, env *waitEnv, key string) (*redislock.Client, *tripCounter, string, obtained, <-chan obtained) {
+	t.Helper()
+	ctx := context.Background()
+	locker, trips, name, held := handedOverOnce(t, env, key)
+	second := make(chan obtained, 1)
+	go func() {
+		lock, err := locker.Obtain(ctx, key, time.Minute, waitOpt())
+		second <- obtained{lock: lock, err: err}
+	}()
+	waitUntil(t, "the releaser to block", func() bool { return blocked(t, env.admin, name) })
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-second
+	if got.err != nil {
+		t.Fatalf("the releaser's second Obtain: %v", got.err)
+	}
+	waiterName := clientName("waiter2")
+	done := obtainAsync(ctx, env.newClient(waiterName), key, time.Minute, waitOpt())
+	waitUntil(t, "the second waiter to block", func() bool { return blocked(t, env.admin, waiterName) })
+	return locker, trips, name, got, done
+}
+
 // A caller whose Release registered its next wait (it asked again at once,
 // alone) but that asks for another key next takes that registration back
 // at once: no handover of the first key then reserves it for its claim
@@ -582,25 +591,7 @@ func TestWaitForReleaseRegistrationWithdrawnForAnotherKey(t *testing.T) {
 	forEachWaitTopology(t, func(t *testing.T, env *waitEnv) {
 		ctx := context.Background()
 		key := redistest.Key(t, "lock")
-		locker, _, name, held := handedOverOnce(t, env, key)
-		// The releaser's second Obtain requeues and leads alone: its
-		// lock's Release will register its next wait.
-		second := make(chan obtained, 1)
-		go func() {
-			lock, err := locker.Obtain(ctx, key, time.Minute, waitOpt())
-			second <- obtained{lock: lock, err: err}
-		}()
-		waitUntil(t, "the releaser to block", func() bool { return blocked(t, env.admin, name) })
-		if err := held.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		got := <-second
-		if got.err != nil {
-			t.Fatalf("the releaser's second Obtain: %v", got.err)
-		}
-		waiterName := clientName("waiter2")
-		done := obtainAsync(ctx, env.newClient(waiterName), key, time.Minute, waitOpt())
-		waitUntil(t, "the second waiter to block", func() bool { return blocked(t, env.admin, waiterName) })
+		locker, _, _, got, done := heldWithWaiter(t, env, key)
 		released := time.Now()
 		if err := got.lock.Release(ctx); err != nil {
 			t.Fatal(err)
