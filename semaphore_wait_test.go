@@ -464,7 +464,12 @@ func TestSemaphoreWaitForReleaseLimits(t *testing.T) {
 			sem := redislock.New(rdbs[w%clients]).Semaphore(key, limit)
 			wg.Go(func() {
 				for range rounds {
-					wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+					// A waiter of limit 2 waits while holders of limit 4
+					// keep 2 or more permits, which may be until they are
+					// all done: on a loaded machine that took more than
+					// 20 s. The deadline only catches a wait that nothing
+					// ends (a lost wake-up polls once an hour).
+					wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 					p, err := sem.Acquire(wctx, 10*time.Second, waitOpt())
 					cancel()
 					if err != nil {
