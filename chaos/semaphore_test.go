@@ -96,7 +96,18 @@ func TestFaultsSemaphoreCatchBlindSlots(t *testing.T) {
 	t.Parallel()
 	sc := currentScale()
 	keys := semKeys(t, 1)
-	kind := faultKind{name: "blind-slots", schedule: func(e *env) { e.hold(e.sc.dur) }}
+	// The run lasts until a write was refused, for at most 20 runs'
+	// length more: beside a CPU hog a run of sc.dur saw 5 acquisitions
+	// and no slot taken over.
+	kind := faultKind{name: "blind-slots", schedule: func(e *env) {
+		e.hold(e.sc.dur)
+		more := time.NewTimer(20 * e.sc.dur)
+		defer more.Stop()
+		select {
+		case <-e.h.Refused():
+		case <-more.C:
+		}
+	}}
 	e, p := standaloneEnv(t, kind.name, kind, sc, keys, nil)
 	start := semaphoreWorkload(e, kind, keys)
 	p.start = func(h *chaos.History) runner {
