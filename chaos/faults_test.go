@@ -274,15 +274,7 @@ var standaloneKinds = []faultKind{
 				return 0
 			}
 		},
-		schedule: func(e *env) {
-			e.hold(e.sc.dur)
-			more := time.NewTimer(20 * e.sc.dur)
-			defer more.Stop()
-			select {
-			case <-e.h.Refused():
-			case <-more.C:
-			}
-		},
+		schedule: holdUntilRefused,
 		effect: func(r chaos.Report, _ int64) string {
 			if r.StaleRefused == 0 {
 				return "no write of a paused holder was refused"
@@ -307,6 +299,18 @@ var standaloneKinds = []faultKind{
 		// and dials again, often without a single command failing: what
 		// the restart does is lose the data, which the report measures.
 	},
+}
+
+// holdUntilRefused runs for sc.dur, then until the history holds a
+// refused write, for at most 20 runs' length more.
+func holdUntilRefused(e *env) {
+	e.hold(e.sc.dur)
+	more := time.NewTimer(20 * e.sc.dur)
+	defer more.Stop()
+	select {
+	case <-e.h.Refused():
+	case <-more.C:
+	}
 }
 
 // clientOptions are the go-redis options of a worker's client: timeouts

@@ -99,15 +99,7 @@ func TestFaultsSemaphoreCatchBlindSlots(t *testing.T) {
 	// The run lasts until a write was refused, for at most 20 runs'
 	// length more: beside a CPU hog a run of sc.dur saw 5 acquisitions
 	// and no slot taken over.
-	kind := faultKind{name: "blind-slots", schedule: func(e *env) {
-		e.hold(e.sc.dur)
-		more := time.NewTimer(20 * e.sc.dur)
-		defer more.Stop()
-		select {
-		case <-e.h.Refused():
-		case <-more.C:
-		}
-	}}
+	kind := faultKind{name: "blind-slots", schedule: holdUntilRefused}
 	e, p := standaloneEnv(t, kind.name, kind, sc, keys, nil)
 	start := semaphoreWorkload(e, kind, keys)
 	p.start = func(h *chaos.History) runner {
