@@ -317,6 +317,7 @@ func TestSessionLeaseGone(t *testing.T) {
 				}
 			}
 		}
+		synctest.Wait() // a lease's end is signalled first, Ended called after
 		if ends := a.m.ended(); len(ends) != 1 || ends[0].Reason != lease.NotHeld {
 			t.Errorf("Ended calls = %+v, want one NotHeld", ends)
 		}
@@ -369,6 +370,7 @@ func TestSessionLostWhileRedisHangs(t *testing.T) {
 		if err := s.Err(); err == nil {
 			t.Error("session Err = nil after it was lost")
 		}
+		synctest.Wait() // a lease's end is signalled first, Ended called after
 		var expired, others int
 		for _, h := range hs {
 			switch ends := h.m.ended(); {
@@ -458,6 +460,7 @@ func TestSessionErrors(t *testing.T) {
 		}
 		f.set("a:2", "wrongtype")
 		<-b.e.Done()
+		synctest.Wait() // a lease's end is signalled first, Ended called after
 		if ends := b.m.ended(); len(ends) != 1 || ends[0].Reason != lease.Failed {
 			t.Errorf("ends after an error reply = %+v, want Failed", ends)
 		}
@@ -483,6 +486,7 @@ func TestSessionMaxHold(t *testing.T) {
 		if got := time.Since(start); got != 5*time.Second {
 			t.Errorf("ended after %v, want MaxHold", got)
 		}
+		synctest.Wait() // a lease's end is signalled first, Ended called after
 		if ends := a.m.ended(); len(ends) != 1 || ends[0].Reason != lease.MaxHoldReached {
 			t.Errorf("ends = %+v, want MaxHoldReached", ends)
 		}
@@ -563,6 +567,7 @@ func TestSessionCloseAndRelease(t *testing.T) {
 		if !errors.Is(s.Err(), lease.End{Reason: lease.Stopped}) && s.Err() == nil {
 			t.Errorf("session Err after Release = %v", s.Err())
 		}
+		synctest.Wait() // a lease's end is signalled first, Ended called after
 		if ends := a.m.ended(); len(ends) != 1 || ends[0].Reason != lease.Stopped {
 			t.Errorf("ends of the lease released = %+v, want Stopped", ends)
 		}
