@@ -14,20 +14,18 @@ import (
 //
 // Attach sends nothing and checks nothing on Redis, and it does not block.
 // The handle's [Lock.Release], [Lock.Refresh] and [Lock.TTL] run the same
-// scripts as the original's (or native commands, see [New]: a Client from
-// New can then refresh and release with a user whom the ACL allows no
-// script at all, after one GET of the key's value), with the same ownership
-// check by exact token:
-// with a wrong token, Release deletes nothing and returns [ErrLockNotHeld],
-// Refresh changes nothing and returns [ErrNotObtained], and TTL returns
-// (0, nil). With the right token, Release hands each key over to a waiter
-// of [WaitForRelease] when one is registered, as the holder's would (one
-// more round trip when the server's ACL refuses this user the wait queues:
-// it then deletes the keys). Its Metadata is "" (read it with [Client.Inspect]). Its lease is
-// not known: [Lock.KeepAlive] returns [ErrLockNotHeld] until a successful
-// Refresh through the handle. The original handle is not told of what the
-// attached one does: a Release here ends the lock for both, and the
-// original's keep-alive then reports it lost at its next refresh.
+// scripts or commands as the original's, with the same ownership check by
+// exact token (docs/keepalive.md, "From another process"): with a wrong
+// token, Release deletes nothing and returns [ErrLockNotHeld], Refresh
+// changes nothing and returns [ErrNotObtained], and TTL returns (0, nil).
+// With the right token, Release hands each key over to a waiter of
+// [WaitForRelease] when one is registered, as the holder's would (or
+// deletes it when the server's ACL refuses this user the wait queues). Its
+// Metadata is "" (read it with [Client.Inspect]). Its lease is not known:
+// [Lock.KeepAlive] returns [ErrLockNotHeld] until a successful Refresh
+// through the handle. The original handle is not told of what the attached
+// one does: a Release here ends the lock for both, and the original's
+// keep-alive then reports it lost at its next refresh.
 //
 // Errors, before anything is sent: [ErrNilClient]; [ErrInvalidKey] for an
 // empty key list, an empty or repeated key; on a *redis.ClusterClient, a

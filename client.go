@@ -19,17 +19,14 @@ type RedisClient interface {
 }
 
 // Client obtains locks through one Redis client. It is safe for concurrent
-// use and cheap to create. Besides the client it refers to the registry of
-// the waits of [WaitForRelease] in this process (the package's one piece of
-// shared state): the goroutines that wait for one key through one go-redis
-// client block one connection between them, whichever Client they use, and
-// at most half of that client's pool blocks at once. The registry holds
-// nothing while nobody waits. Its only state of its own is its hooks
-// ([Client.AddHook]), what it learnt of the server's commands (asked once,
-// see [New]), the key that its last Release handed over to a waiter (see
-// [WaitForRelease]), whether its last obtain of one key found it held (see
-// [Client.ObtainMulti]), and the memory of Locks that failed obtains built
-// and never returned, which later obtains reuse.
+// use and cheap to create. The waits of [WaitForRelease] through one
+// go-redis client share one blocked connection per key, whichever Client
+// they use (the package's one piece of shared state, empty while nobody
+// waits; docs/waiting.md). A Client's own state is its hooks
+// ([Client.AddHook]), what it learnt of the server's commands ([New]), the
+// key that its last Release handed over to a waiter, whether its last
+// obtain of one key found it held, and Locks that failed obtains built and
+// never returned, which later obtains reuse.
 type Client struct {
 	client   RedisClient
 	cluster  bool
@@ -52,22 +49,19 @@ type Client struct {
 // return [ErrNilClient].
 //
 // On a server that compares values itself (Valkey 8.1+ and Redis 8.4+:
-// SET … IFEQ; Valkey 9.0+: DELIFEQ; Redis 8.4+: DELEX), its locks of one
-// key are refreshed, and released when they hand nothing over to a waiter
-// of [WaitForRelease], with that one command instead of a script: the first
-// such call asks the server once which it has (HELLO, one more round trip,
-// in that call), and the Client keeps the answer; a server that refuses one
-// of these commands later (an ACL, an older node) makes the Client run
-// scripts from then on. A client that cannot send plain commands (a
-// RedisClient that is only a redis.Scripter) runs scripts. Keep one Client
-// per go-redis client rather than one per lock.
+// SET … IFEQ; Valkey 9.0+: DELIFEQ; Redis 8.4+: DELEX; docs/acl-tls.md),
+// its locks of one key are refreshed, and released when they hand nothing
+// over to a waiter of [WaitForRelease], with that one command instead of a
+// script. The first such call asks the server once which it has (one more
+// round trip, in that call); a server that refuses one later makes the
+// Client run scripts from then on, as does a client that is only a
+// redis.Scripter. Keep one Client per go-redis client, not one per lock.
 func New(client RedisClient) *Client {
 	return newClient(client, true)
 }
 
-// newClient returns a Client that runs scripts only: the shortcuts' Client,
-// made per call, which would otherwise ask the server for its native
-// commands at every Lock's first Refresh or Release.
+// newClient returns a Client; without natives, one that runs scripts only
+// (the shortcuts', which would otherwise ask the server at every Lock).
 func newClient(client RedisClient, natives bool) *Client {
 	_, cluster := client.(*redis.ClusterClient)
 	c := &Client{client: client, cluster: cluster, registry: handoff.Default}
@@ -138,9 +132,8 @@ func (c *Client) ObtainMulti(ctx context.Context, keys []string, ttl time.Durati
 	return c.obtain(ctx, keys, ttl, opt, false, nil)
 }
 
-// obtain is ObtainMulti. With inCall, the obtain is a round of a Campaign,
-// whose observation campaign (nil without hooks) reports the call's start
-// and end; the lock's attempts are reported to it.
+// obtain is ObtainMulti. With inCall, it is a round of a Campaign, whose
+// observation campaign (nil without hooks) its attempts are reported to.
 func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, opt *Options, inCall bool, campaign *observation) (*Lock, error) {
 	if c == nil {
 		return nil, ErrNilClient
@@ -173,9 +166,8 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 		return nil, err
 	}
 
-	// The handle holds the keys the script takes (the lock keys, then the
-	// fence key) in storage of its own, inline for one key, and the token
-	// and TTL as arguments that cost no allocation to box (token.go).
+	// The handle stores the script's keys (inline for one key) and its
+	// arguments, which then cost no allocation to box (token.go).
 	h, _ := c.spare.Get().(*handle)
 	if h == nil {
 		h = new(handle)
@@ -184,7 +176,8 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	if c.quorum != nil {
 		h.be = &quorumLease{e: c.quorum}
 	}
-	if token := opt.token(); token != "" {
+	token := opt.token()
+	if token != "" {
 		h.token, h.tokenArg = token, token
 	} else {
 		h.tokenArg = h.args.NewToken()
@@ -204,16 +197,15 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	}
 	h.argBuf = [8]any{h.tokenArg, h.metadata, ttlArg, fenced, ""}
 	args := h.argBuf[:5]
-	plain := len(keys) == 1 && opt.token() == ""
+	// The first attempt on one key with a generated token is plain: a lean
+	// script, or SET NX for an unfenced one (backend.go); later attempts
+	// run obtain.lua.
+	plain := len(keys) == 1 && token == ""
 	if plain {
-		// The lean first attempt's (obtain_plain.lua, backend.go).
 		h.argBuf[5], h.argBuf[6], h.argBuf[7] = h.args.Owner(), h.args.Rest(h.metadata, fenceKey != ""), ttlArg
 	}
 	a := acquisition{
 		h: h, ttl: ttl, strategy: opt.retryStrategy(), minHold: opt.minHold(), kind: KindLock, inCall: inCall, obs: campaign,
-		// The first attempt on one key with a generated token is plain: a
-		// lean script, or SET NX for an unfenced one (backend.go); later
-		// attempts run obtain.lua.
 		attempt: call{op: opObtain, script: obtainScript, keys: scriptKeys, args: args[:4:4], plain: plain, ms: ms},
 		held:    func(reply int64) (bool, error) { return reply != obtainHeld && reply >= 0, nil },
 		wait: handoff.Request{Keys: h.keys, Obtain: obtainScript, CallKeys: scriptKeys, CallArgs: args[:4:4],

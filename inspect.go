@@ -72,35 +72,10 @@ func (c *Client) Inspect(ctx context.Context, key string) (*LockInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	reply, ok := result.([]any)
+	i, ok := value.ParseInspect(result)
 	if !ok {
-		return nil, unexpectedInspectReply(key, result)
+		return nil, fmt.Errorf("%w: inspect %q: %#v", ErrUnexpectedReply, key, result)
 	}
-	info := &LockInfo{Key: key}
-	if len(reply) == 0 {
-		return info, nil
-	}
-	ms, ok := reply[0].(int64)
-	if !ok || len(reply) > 2 {
-		return nil, unexpectedInspectReply(key, result)
-	}
-	info.Held = true
-	info.TTL = time.Duration(ms) * time.Millisecond
-	if len(reply) == 1 {
-		info.Foreign = true
-		return info, nil
-	}
-	info.Value, ok = reply[1].(string)
-	if !ok {
-		return nil, unexpectedInspectReply(key, result)
-	}
-	info.Token, info.FenceToken, info.Metadata, ok = value.Parse(info.Value)
-	info.Foreign = !ok
-	return info, nil
-}
-
-// unexpectedInspectReply is the error for a reply that inspect.lua never
-// gives: it matches [ErrUnexpectedReply].
-func unexpectedInspectReply(key string, reply any) error {
-	return fmt.Errorf("%w: inspect %q: %#v", ErrUnexpectedReply, key, reply)
+	return &LockInfo{Key: key, Held: i.Held, Foreign: i.Foreign, Token: i.Token, FenceToken: i.Fence,
+		Metadata: i.Metadata, Value: i.Value, TTL: i.TTL}, nil
 }

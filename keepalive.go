@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redislock/redislock/internal/lease"
@@ -17,25 +16,18 @@ import (
 // keep-alives.
 type KeepAliveOptions struct {
 	// Interval is the time from the sending of one successful refresh to
-	// the sending of the next, less a random jitter of up to a tenth of it
-	// (so that keep-alives started together drift apart). It must be
-	// shorter than ttl-Margin, the time each lease is known to last; the
-	// rest of that time is spent retrying refreshes that failed.
+	// the sending of the next, less a random jitter of up to a tenth of it.
+	// It must be shorter than ttl-Margin, the time each lease is known to
+	// last; the rest of that time is spent retrying refreshes that failed.
 	// Default: ttl/3, which leaves about two thirds of each lease for
 	// retries.
 	Interval time.Duration
 
 	// Margin is taken off each lease to get the time until which the lock is
-	// certainly held ([KeepAlive.ValidUntil]): the key cannot expire on the
-	// server before the refresh was sent plus its TTL, but that is measured
-	// by the server's clock, and loss must be signalled before the key can
-	// expire. The margin covers the two clocks running at different rates
-	// (the ttl/50 allows 2%, forty times the 500 ppm that NTP ever slews a
-	// clock), Redis keeping expiry times in whole milliseconds (up to 1 ms
-	// early), and the local timer firing a little late (the rest of the
-	// 2 ms). It does not cover a clock that jumps, nor a process that is
-	// paused (GC, a stopped VM) while the lease runs out: see the package
-	// documentation on fencing. It cannot be turned off.
+	// certainly held ([KeepAlive.ValidUntil]), so that loss is signalled
+	// before the key can expire by the server's clock. It cannot be turned
+	// off, and it does not cover a clock that jumps nor a process paused
+	// while the lease runs out (docs/keepalive.md says what it covers).
 	// Default: ttl/50 + 2ms (22 ms for a 1 s TTL, 602 ms for 30 s), computed
 	// for each lease from its own TTL.
 	Margin time.Duration
@@ -52,12 +44,10 @@ type KeepAliveOptions struct {
 	MaxHold time.Duration
 }
 
-// KeepAlive keeps a lock held in the background, from a goroutine of its
-// own that [Lock.KeepAlive] starts. That goroutine runs each refresh, one at
-// a time, in a goroutine of its own too, owned by the keep-alive, so that a
-// refresh that hangs cannot delay the loss signal. It says when the lock is
-// lost: [KeepAlive.Done] is closed and [KeepAlive.Err] says why. Stop it
-// with [KeepAlive.Stop] or [Lock.Release].
+// KeepAlive keeps a lock held in the background, from goroutines of its
+// own that [Lock.KeepAlive] starts (docs/keepalive.md). It says when the
+// lock is lost: [KeepAlive.Done] is closed and [KeepAlive.Err] says why.
+// Stop it with [KeepAlive.Stop] or [Lock.Release].
 //
 // The keep-alive knows until when the lock is certainly held
 // ([KeepAlive.ValidUntil]): the time the last successful refresh (or the
@@ -88,8 +78,7 @@ type KeepAlive struct {
 	k keeper
 }
 
-// keeper is what keeps a lease alive behind a KeepAlive: a keep-alive
-// loop of its own (*lease.KeepAlive), or a session's (*session.Entry).
+// keeper is a *lease.KeepAlive or a session's *session.Entry.
 type keeper interface {
 	Done() <-chan struct{}
 	Err() error
@@ -115,26 +104,22 @@ func keepLease(ls *lease.Lease, ttl time.Duration, opt *KeepAliveOptions, refres
 // internal/lease's.
 func keepErr(err error) error {
 	var invalid *lease.ConfigError
+	why, notHeld := lease.Unheld(err)
 	switch {
 	case errors.As(err, &invalid):
 		return fmt.Errorf("%w: %s", ErrInvalidOption, invalid.Problem)
 	case errors.Is(err, lease.ErrRunning):
 		return ErrKeepAliveRunning
-	case errors.Is(err, lease.ErrReleased):
-		return fmt.Errorf("%w: the lock was released", ErrLockNotHeld)
 	case errors.Is(err, lease.ErrLost):
 		return &lostError{msg: "its last refresh found it expired or held by another token", cause: ErrNotObtained}
-	case errors.Is(err, lease.ErrUnknown):
-		return fmt.Errorf("%w: no lease of this handle is known (refresh an attached lock first)", ErrLockNotHeld)
-	case errors.Is(err, lease.ErrExpired):
-		return fmt.Errorf("%w: its lease %s (refresh it first)", ErrLockNotHeld, strings.TrimPrefix(err.Error(), "lease: "))
+	case notHeld:
+		return fmt.Errorf("%w: %s", ErrLockNotHeld, why)
 	}
 	return err
 }
 
-// config returns the engine's settings for refreshes to ttl. The engine
-// applies the defaults and checks them when it starts (their names are
-// those of KeepAliveOptions).
+// config returns the engine's settings for refreshes to ttl, which it
+// defaults and checks when it starts.
 func (o *KeepAliveOptions) config(ttl time.Duration) lease.Config {
 	c := lease.Config{TTL: ttl, Transient: script.Transient, Ended: keepAliveError}
 	if o != nil {
@@ -145,30 +130,16 @@ func (o *KeepAliveOptions) config(ttl time.Duration) lease.Config {
 
 // keepAliveError is the error of a keep-alive that ended as e says.
 func keepAliveError(e lease.End) error {
+	msg, cause := e.Lost()
 	switch e.Reason {
 	case lease.Stopped:
 		return ErrKeepAliveStopped
 	case lease.NotHeld:
-		return &lostError{msg: "a refresh found it expired or held by another token", cause: ErrNotObtained}
-	case lease.Failed:
-		return &lostError{msg: "a refresh failed: " + e.Err.Error(), cause: e.Err}
+		cause = ErrNotObtained
 	case lease.MaxHoldReached:
-		return &lostError{
-			msg:   fmt.Sprintf("held for MaxHold (%v); it expires at the end of its lease unless released", e.MaxHold),
-			cause: ErrMaxHoldReached,
-		}
+		cause = ErrMaxHoldReached
 	}
-	msg := "its lease ran out without a successful refresh"
-	if e.Reason == lease.SessionLost {
-		msg = "its session ended: another of its leases could not be refreshed in time"
-	}
-	switch {
-	case e.Err != nil:
-		return &lostError{msg: msg + "; last error: " + e.Err.Error(), cause: e.Err}
-	case e.InFlight:
-		return &lostError{msg: msg + " (Redis did not answer)"}
-	}
-	return &lostError{msg: msg}
+	return &lostError{msg: msg, cause: cause}
 }
 
 // Done returns a channel that is closed when the keep-alive ends: the lock
@@ -177,9 +148,7 @@ func keepAliveError(e lease.End) error {
 // channel.
 func (k *KeepAlive) Done() <-chan struct{} {
 	if k == nil {
-		// Made for each call: this is the odd path, and it keeps the
-		// package free of shared values.
-		c := make(chan struct{})
+		c := make(chan struct{}) // per call: no shared values
 		close(c)
 		return c
 	}
@@ -239,17 +208,10 @@ func (k *KeepAlive) ValidUntil() time.Time {
 // [KeepAlive.Context] were cancelled). It does not release the lock: the
 // lock stays held until [KeepAlive.ValidUntil] or a [Lock.Release].
 //
-// Stop blocks for 100 ms at most. It cancels the context of the refresh in
-// flight, if any; go-redis notices that before sending and between its
-// retries, but, unless the client has ContextTimeoutEnabled, not while it
-// waits for a reply. Stop waits up to 100 ms for that reply (as long after
-// a loss, if it ended so), then leaves the refresh to finish in its own
-// goroutine, which exits when go-redis gives up waiting: at the client's
-// ReadTimeout (5 s by default in go-redis v9.23; never if it is disabled).
-// The outcome of that refresh is ignored; if Redis runs it after a
-// [Lock.Release], it finds the keys released and changes nothing (unless
-// they were obtained again with the same token). The loss signal never
-// waits for a refresh: Done is closed on time by a timer.
+// Stop blocks for 100 ms at most: it cancels the refresh in flight, if
+// any, waits that long for its reply, then leaves it to finish in its own
+// goroutine and ignores its outcome (docs/keepalive.md). The loss signal
+// never waits for a refresh: Done is closed on time by a timer.
 //
 // Stop is idempotent and safe for concurrent use; on a nil KeepAlive it
 // does nothing.

@@ -23,11 +23,11 @@ func SlotKey(job string, period time.Duration, t time.Time) (key string, end tim
 }
 
 // ObtainSlot obtains the lock of job for the slot of period that now falls
-// in ([SlotKey]) and keeps its key, whenever it is released, until the
-// slot's end at least (in fact until one period after it): another
-// process that fires the same job for the same slot, later by up to the
-// rest of the slot (a clock or a scheduler behind), finds it taken, and
-// one firing for the next slot takes a key of its own. The lock's TTL is
+// in ([SlotKey]) and keeps its key, whenever it is released, until one
+// period after the slot's end: another process that fires the same job
+// for the same slot, however late within it, finds it taken, and one
+// firing for the next slot takes a key of its own (docs/scheduling.md,
+// "Clocks", says why a period more). The lock's TTL is
 // period; a job that runs longer keeps it with [Lock.KeepAlive]. Of opt,
 // everything is used as by [Client.Obtain], and opt.MinHold, when it
 // reaches further, extends the hold; a wait (opt.RetryStrategy) ends at
@@ -46,11 +46,7 @@ func (c *Client) ObtainSlot(ctx context.Context, job string, period time.Duratio
 	if opt != nil {
 		o = *opt
 	}
-	// The key outlives the slot by a period: an attempt of a wait that
-	// began before the slot's end can reach Redis after it (a loaded
-	// machine, a slow network), and one of a process whose clock is
-	// behind ends later still; a key freed at the slot's end would let
-	// either take it and run the slot's job a second time.
+	// The key outlives the slot by a period (docs/scheduling.md, Clocks).
 	if o.MinHold >= 0 { // a negative one is Obtain's to refuse
 		o.MinHold = max(o.MinHold, end.Add(period).Sub(now))
 	}

@@ -22,31 +22,18 @@ import (
 // a holder that died is taken as soon as its key expires.
 //
 // A waiter handed the lock must take it within its claim window,
-// min(500 ms, its TTL): one that does not (its process stopped, its host
-// cut off) leaves the key to expire at the end of the window, and the
-// line goes on. A waiter that dies costs at most one claim window; a
-// caller's first attempt takes a free lock as any Obtain does, but a
-// waiter already in line never passes one that arrived before it.
+// min(500 ms, its TTL): one that does not leaves the key to expire at the
+// end of the window, and the line goes on. A caller's first attempt takes
+// a free lock as any Obtain does, but a waiter already in line never
+// passes one that arrived before it.
 //
 // Every party to the lock should use it: the Release of a lock obtained
 // with it, or attached with [Client.Attach], hands the lock over to a
-// registered waiter; the Release of a lock obtained otherwise deletes it
-// (its user may lack the ACL of the wait lines), and waiters notice when
-// their block ends (within about a second).
-//
-// Use it for a lock that is contended and held briefly. It costs three
-// round trips per acquisition however many wait (the release, the
-// waiter's block, the waiter's attempt); a caller that asks again,
-// through the same Client, for a one-key lock whose Release handed it to a
-// waiter less than a second before (the rule on a hot key) sends its
-// first attempt with its first block, and, when it was alone in its
-// process to wait for the key, is registered by that Release itself. It
-// costs none more than a plain Obtain when the lock is free and this
-// Client did not just hand it over; one blocked connection per go-redis
-// client and key while goroutines wait (at most half the client's pool);
-// and two short-lived companion keys per lock key in its hash slot, with
-// a grant list per waiter. docs/waiting.md describes the mechanism and its
-// figures.
+// registered waiter; the Release of a lock obtained otherwise deletes it,
+// and waiters notice when their block ends (within about a second). Use
+// it for a lock that is contended and held briefly. docs/waiting.md
+// describes the mechanism, its costs (round trips, blocked connections,
+// companion keys) and its figures.
 //
 // It composes with this package's wrappers: [LimitRetry] (WaitForRelease
 // (…), n) waits event-driven for at most n+1 attempts, where each
@@ -56,21 +43,19 @@ import (
 // own NextBackoff.
 //
 // fallback is used where events cannot be: between attempts that failed on
-// a transient Redis error, and in place of blocking when the client has no
-// Pipeline method (a [RedisClient] that is only a redis.Scripter), when its
-// ReadTimeout is too short for a block, when the server refuses BLPOP (an
-// ACL), or when a key cannot have companions in its hash slot (a key
-// without hash tag that contains "}"). Polling then sleeps fallback's
+// a transient Redis error, and in place of blocking when the client, the
+// server's ACL or the key's name does not allow it (a [RedisClient] that is
+// only a redis.Scripter, a short ReadTimeout, no BLPOP, a key without hash
+// tag that contains "}": docs/waiting.md). Polling then sleeps fallback's
 // backoff, or less when the holder expires sooner.
 // Default (nil): ExponentialBackoff(8ms, 128ms) with ±50% [Jitter].
 //
 // Cancelling the context ends the wait of a goroutine at once, unless it is
 // the one that blocks on Redis for its client and key: that one notices
 // when its block ends, within about a second. The context's deadline
-// bounds the wait whatever the server's hz: blocks end a server tick
-// (1/hz) before it. A waiter that gives up takes its registration back
-// with one more script call, passing on a lock handed to it meanwhile.
-// Errors are those of [Client.ObtainMulti].
+// bounds the wait whatever the server's hz. A waiter that gives up takes
+// its registration back with one more script call. Errors are those of
+// [Client.ObtainMulti].
 //
 // [Lock.Refresh] given this strategy retries transient errors with
 // fallback, and NextBackoff returns fallback's. Like the other strategies,
@@ -84,10 +69,8 @@ func WaitForRelease(fallback RetryStrategy) RetryStrategy {
 
 // waitFailed is the error of a wait that ended with err (not nil), out
 // being what the wait obtained; keys name the wait in an
-// [ErrUnexpectedReply]. The wait's own errors become the library's; any
-// other is returned as it is. When the wait obtained at the end of a
-// block that outlasted the context (the caller has gone), release gives
-// it back, under a timeout of its own.
+// [ErrUnexpectedReply]. A lock obtained by a block that outlasted the
+// context (the caller has gone) is given back with release.
 func waitFailed(ctx context.Context, out handoff.Outcome, err error, keys []string, release func(context.Context)) error {
 	var ended *handoff.EndedError
 	switch {
@@ -137,7 +120,7 @@ func (w *waited) releaseCall(h *handle) (c call, ok bool) {
 }
 
 // handedOver tells the Client's hint that the release c of h, sent at
-// sent, handed its one key over (and registered c.next, when not "").
+// sent, handed its one key over (and registered c.next, if any).
 func (w *waited) handedOver(h *handle, c call, sent time.Time) {
 	if len(h.keys) == 1 {
 		w.hint.HandedOver(&h.keys[0], c.next, sent)
