@@ -34,10 +34,9 @@ func (l *Lock) Token() string { return (*handle)(l).tok() }
 func (l *Lock) Metadata() string { return (*handle)(l).meta() }
 
 // FenceToken returns the fencing token of this acquisition: a number that is
-// greater than every token issued before for the same [Options.FenceKey].
-// Pass it to the protected resource, which refuses writes carrying a lower
-// token than the highest it has seen. It is 0 when the lock was obtained
-// without a FenceKey (and for a nil Lock).
+// greater than every token issued before for the same [Options.FenceKey],
+// for the protected resource to refuse older writes (docs/fencing.md). It
+// is 0 when the lock was obtained without a FenceKey (and for a nil Lock).
 func (l *Lock) FenceToken() int64 { return (*handle)(l).fenceToken() }
 
 // TTL returns the time left before the lock expires: the least among its

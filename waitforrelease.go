@@ -35,12 +35,10 @@ import (
 // describes the mechanism, its costs (round trips, blocked connections,
 // companion keys) and its figures.
 //
-// It composes with this package's wrappers: [LimitRetry] (WaitForRelease
-// (…), n) waits event-driven for at most n+1 attempts, where each
-// attempt after a block counts one; [Jitter] and [FullJitter] spread
-// fallback's backoffs. Any other wrapper (a strategy written by the
-// caller, even around this one) cannot be seen through: it polls with its
-// own NextBackoff.
+// It composes with [LimitRetry], where each attempt after a block counts
+// one, and with [Jitter] and [FullJitter], which spread fallback's
+// backoffs. Any other wrapper (a strategy written by the caller, even
+// around this one) polls with its own NextBackoff.
 //
 // fallback is used where events cannot be: between attempts that failed on
 // a transient Redis error, and in place of blocking when the client, the
