@@ -1,7 +1,9 @@
 // Package election is the engine of an election's observers: it orders
 // what an observer hears (reads of the election and notifications, which
 // come over different connections) into a stream of changes, and runs the
-// loop that listens and re-reads. It knows the election's notices
+// loop that listens and re-reads; and it holds the mechanics of a
+// campaign that need none of the root's types (names, one round's
+// deadline and retries). It knows the election's notices
 // (lua/election_proclaim.lua, lua/election_resigned.lua) but not the
 // public API: the root package converts its events.
 package election
