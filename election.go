@@ -4,25 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redislock/redislock/internal/election"
-	"github.com/redislock/redislock/internal/keyslot"
-	"github.com/redislock/redislock/internal/script"
-)
-
-// The timing of campaigns (see docs/election.md).
-const (
-	// abandonTimeout bounds the clean-up of a Campaign that failed (see
-	// Election.abandon), so that a Redis that cannot be reached does not
-	// hold the caller long after its context ended.
-	abandonTimeout = 250 * time.Millisecond
-
-	// campaignRound is how long one obtain of a Campaign whose context has
-	// no deadline waits before it starts again (the lock's wait is bounded
-	// by its TTL when the context has no deadline; a campaign is not).
-	campaignRound = time.Hour
 )
 
 // Election is a leader election on one name: at most one campaigner leads at
@@ -42,36 +26,25 @@ type Election struct {
 
 // Election returns the election on name. The leader holds name as a lock
 // key; the election also uses a term counter and a channel in name's hash
-// slot ("name:redislock:term" and "name:redislock:leader" when name has a
-// hash tag, "{name}:redislock:term:untagged" and so on when it has none),
-// and the wait queue of [WaitForRelease] while campaigners wait. It sends nothing. An empty name,
-// or one that contains "}" without a hash tag, makes every method fail with
+// slot, and the wait queue of [WaitForRelease] while campaigners wait (see
+// docs/election.md for the keys). It sends nothing. An empty name, or one
+// that contains "}" without a hash tag, makes every method fail with
 // [ErrInvalidKey] (and Observe's channel close at once); a nil Client makes
 // them fail with [ErrNilClient].
 func (c *Client) Election(name string) *Election {
 	e := &Election{client: c, name: name}
+	var ok bool
+	e.termKey, e.channel, ok = election.Names(name)
 	switch {
 	case c == nil || c.client == nil:
 		e.err = ErrNilClient
-		return e
 	case name == "":
 		e.err = fmt.Errorf("%w: empty election name", ErrInvalidKey)
-		return e
+	case !ok:
+		e.err = fmt.Errorf("%w: election name %q contains \"}\" without a hash tag", ErrInvalidKey, name)
+	default:
+		e.sharded = c.cluster
 	}
-	// As the wait queues of WaitForRelease are named (internal/handoff): a
-	// name without hash tag is put in braces, which keeps its slot, and
-	// marked, so that "job" and "{job}" do not share a counter.
-	base, mark := name, ""
-	if !keyslot.HasTag(name) {
-		if strings.IndexByte(name, '}') >= 0 {
-			e.err = fmt.Errorf("%w: election name %q contains \"}\" without a hash tag", ErrInvalidKey, name)
-			return e
-		}
-		base, mark = "{"+name+"}", ":untagged"
-	}
-	e.termKey = base + ":redislock:term" + mark
-	e.channel = base + ":redislock:leader" + mark
-	e.sharded = c.cluster
 	return e
 }
 
@@ -93,13 +66,6 @@ func (e *Election) check(ctx context.Context) error {
 	return checkCall(ctx, e.client.client)
 }
 
-func (e *Election) publishFlag() string {
-	if e.sharded {
-		return "1"
-	}
-	return "0"
-}
-
 // Campaign blocks until the caller is elected leader with value, or ctx
 // ends. Campaigners wait in line ([WaitForRelease]): when the leader resigns
 // the longest-waiting campaigner is elected in the same instant, and when a
@@ -117,13 +83,12 @@ func (e *Election) publishFlag() string {
 //   - a Redis error that is not transient (NOPERM, a closed client).
 //
 // Transient Redis errors (lost connections, failovers) are retried until
-// ctx ends. Because a failure can leave it unknown whether the last
-// attempt took the key (its reply was lost), a failed Campaign deletes the
-// key if its token holds it, with one more script call, bounded by 250 ms
-// after ctx ended; if Redis cannot be reached then, the key expires after
-// ttl. Cancelling ctx ends a waiting Campaign at once, except for the one
-// campaigner per client that blocks on Redis (see [WaitForRelease]), which
-// notices within its block (at most about 1 s).
+// ctx ends. A failed Campaign deletes the key if its token holds it (the
+// reply of its last attempt may have been lost), within 250 ms after ctx
+// ended; if Redis cannot be reached then, the key expires after ttl.
+// Cancelling ctx ends a waiting Campaign at once, or within about 1 s for
+// the one campaigner per client that blocks on Redis (see
+// [WaitForRelease]).
 func (e *Election) Campaign(ctx context.Context, value string, ttl time.Duration) (*Leadership, error) {
 	return e.campaign(ctx, value, ttl, func(h *handle) (*KeepAlive, error) { return h.keepAlive(ttl, nil) })
 }
@@ -172,47 +137,29 @@ func (e *Election) campaign(ctx context.Context, value string, ttl time.Duration
 // neither for another round (not elected yet, a transient error, the key
 // lost before it was announced).
 func (e *Election) round(ctx context.Context, obs *observation, opt *Options, value string, ttl time.Duration) (Handle, error) {
-	_, bounded := ctx.Deadline()
-	wctx, cancel := ctx, context.CancelFunc(func() {})
-	if !bounded {
-		wctx, cancel = context.WithTimeout(ctx, campaignRound)
+	var lock *Lock
+	again, err := election.Attempt(ctx, ErrNotObtained, func(wctx context.Context) (err error) {
+		lock, err = e.client.obtain(wctx, []string{e.name}, ttl, opt, true, obs)
+		return err
+	}, func() { e.abandon(ctx, opt.Token) })
+	if again || err != nil {
+		return nil, err
 	}
-	lock, err := e.client.obtain(wctx, []string{e.name}, ttl, opt, true, obs)
-	cancel()
-	switch {
-	case err == nil:
-		return e.elected(ctx, lock, value)
-	case ctx.Err() == nil && !bounded && errors.Is(err, ErrNotObtained):
-		return nil, nil
-	case ctx.Err() == nil && script.Transient(err) && election.Sleep(ctx, election.Retry):
-		return nil, nil
-	}
-	e.abandon(ctx, opt.Token)
-	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-		err = &waitError{ctx: ctx.Err()}
-	}
-	return nil, err
+	return e.elected(ctx, lock, value)
 }
-
-// waitError is a Campaign that ended with its context after a Redis error:
-// it matches ErrNotObtained and the context's error, as the lock's do.
-type waitError struct{ ctx error }
-
-func (e *waitError) Error() string   { return ErrNotObtained.Error() + ": " + e.ctx.Error() }
-func (e *waitError) Unwrap() []error { return []error{ErrNotObtained, e.ctx} }
 
 // elected makes a Leadership of the lock just obtained: it announces it
 // (the proclaim script with the value it was elected with). It returns
 // neither when the key was lost already, so that the Campaign goes on.
 func (e *Election) elected(ctx context.Context, lock *Lock, value string) (Handle, error) {
-	reply, err := electionProclaimScript.Run(ctx, e.client.client, []string{e.name, e.channel}, lock.tokenArg, value, e.publishFlag()).Int64Slice()
+	reply, err := electionProclaimScript.Run(ctx, e.client.client, []string{e.name, e.channel}, lock.tokenArg, value, election.PublishFlag(e.sharded)).Int64Slice()
 	switch {
 	case err == nil && (len(reply) == 0 || reply[0] != 1):
 		lock.lease.Lost(time.Now())
 		return nil, nil
 	case err != nil && ctx.Err() != nil:
 		(*handle)(lock).discard(ctx) // best effort: the caller gave up; the key expires otherwise
-		return nil, &waitError{ctx: ctx.Err()}
+		return nil, &election.CtxError{Base: ErrNotObtained, Ctx: ctx.Err()}
 	}
 	// A failed announcement (Redis error) costs observers up to
 	// election.Resync; the leadership itself is sound.
@@ -221,13 +168,13 @@ func (e *Election) elected(ctx context.Context, lock *Lock, value string) (Handl
 
 // abandon deletes the election key if token holds it, in case the last
 // attempt of a Campaign that failed took it while its reply was lost. Best
-// effort, one script call bounded by abandonTimeout even when ctx has ended.
+// effort, one script call bounded by election.Abandon even when ctx has ended.
 func (e *Election) abandon(ctx context.Context, token string) {
 	l, err := e.client.Attach([]string{e.name}, token, 0)
 	if err != nil {
 		return
 	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), election.Abandon)
 	defer cancel()
 	(*handle)(l).discard(actx) // usually nothing: nothing was taken
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/election"
 )
 
@@ -27,13 +26,8 @@ const (
 
 // String returns the kind's name.
 func (k LeaderEventKind) String() string {
-	switch k {
-	case LeaderElected:
-		return "elected"
-	case LeaderProclaimed:
-		return "proclaimed"
-	case NoLeader:
-		return "no leader"
+	if k >= LeaderElected && k <= NoLeader {
+		return [...]string{"elected", "proclaimed", "no leader"}[k-LeaderElected]
 	}
 	return "LeaderEventKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -45,16 +39,6 @@ type LeaderEvent struct {
 	Value string // the leader's value (empty for NoLeader)
 }
 
-// subscriber and shardedSubscriber are the parts of go-redis clients that
-// Observe uses for notifications.
-type subscriber interface {
-	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
-}
-
-type shardedSubscriber interface {
-	SSubscribe(ctx context.Context, channels ...string) *redis.PubSub
-}
-
 // Observe reports every change of the election on the returned channel, in
 // order: first the current state (LeaderElected, or NoLeader), then each new
 // leader, each value it proclaims and each end of a leadership (NoLeader),
@@ -63,61 +47,28 @@ type shardedSubscriber interface {
 // before the LeaderElected of the next.
 //
 // Observe starts one goroutine, which owns a notification connection (a
-// pub/sub subscription of the Redis client; sharded, in the election's hash
-// slot, on a Redis Cluster) and ends when ctx ends: it then closes the
-// channel. It does not block on the reader beyond ctx: an event waits until
-// it is received or ctx ends. Changes made by the election's scripts
-// (Campaign, Proclaim, Resign) reach observers at once; the expiry of a
-// crashed leader, which Redis does not notify, is read at the moment the
-// leader's key expires. A notification that is lost (a dropped
-// connection, a failover) is made good by a re-read within one second:
-// every observer reads the election at least once a second, and at once
-// after its subscription is made again. What began and ended entirely
-// within such a gap (a whole term, or an intermediate value) is not
-// reported; the events still come in order, and the last one reported is
-// the current state.
-//
-// A client that has no Subscribe method (a [RedisClient] that only runs
-// scripts) is read once a second, without notifications. On a Redis
-// Cluster, notifications are sharded only between clients that [New] knows
-// as *redis.ClusterClient: a campaigner whose cluster client is wrapped
-// publishes with PUBLISH, which sharded observers do not hear; they see its
-// changes by their re-reads. Redis errors are
-// retried every 100 ms until ctx ends. With bad input (see [Client.Election])
-// or a nil ctx, the channel is closed at once.
+// pub/sub subscription of the Redis client) and ends when ctx ends: it then
+// closes the channel. It does not block on the reader beyond ctx: an event
+// waits until it is received or ctx ends. Changes made by the election's
+// scripts (Campaign, Proclaim, Resign) reach observers at once, the expiry
+// of a crashed leader at the moment its key expires. A lost notification
+// (a dropped connection, a failover) is made good by a re-read within one
+// second; what began and ended entirely within such a gap (a whole term,
+// or an intermediate value) is not reported, but the events still come in
+// order, and the last one reported is the current state. A client without
+// Subscribe, and on a Redis Cluster a campaigner's wrapped cluster client,
+// are seen by these re-reads only (see docs/election.md). Redis errors are
+// retried every 100 ms until ctx ends. With bad input (see
+// [Client.Election]) or a nil ctx, the channel is closed at once.
 func (e *Election) Observe(ctx context.Context) <-chan LeaderEvent {
 	ch := make(chan LeaderEvent)
 	if e.check(ctx) != nil {
 		close(ch)
 		return ch
 	}
-	go e.observe(ctx, ch)
-	return ch
-}
-
-func (e *Election) observe(ctx context.Context, ch chan<- LeaderEvent) {
-	defer close(ch)
-	var ps *redis.PubSub
-	if s, ok := e.client.client.(shardedSubscriber); ok && e.sharded {
-		ps = s.SSubscribe(ctx, e.channel)
-	} else if s, ok := e.client.client.(subscriber); ok && !e.sharded {
-		ps = s.Subscribe(ctx, e.channel)
-	}
-	election.Watch(ctx, ps, e.read, func(events []election.Event) bool {
-		for _, x := range events {
-			ev := LeaderEvent{Kind: NoLeader, Term: x.Term, Value: x.Value}
-			switch x.Change {
-			case election.Elected:
-				ev.Kind = LeaderElected
-			case election.Proclaimed:
-				ev.Kind = LeaderProclaimed
-			}
-			select {
-			case ch <- ev:
-			case <-ctx.Done():
-				return false
-			}
-		}
-		return true
+	go election.Observe(ctx, e.client.client, e.channel, e.sharded, e.read, ch, func(x election.Event) LeaderEvent {
+		// election.Change has the values of LeaderEventKind.
+		return LeaderEvent{Kind: LeaderEventKind(x.Change), Term: x.Term, Value: x.Value}
 	})
+	return ch
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/redislock/redislock/internal/election"
 )
 
 // Leadership is a campaigner's leadership of an election, from
@@ -34,12 +36,7 @@ type Leadership struct {
 // Term returns the leadership's term: the fence token of its election key,
 // greater than the term of every earlier leadership of the election (0 for
 // a nil Leadership).
-func (l *Leadership) Term() int64 {
-	if l == nil {
-		return 0
-	}
-	return l.lock.FenceToken()
-}
+func (l *Leadership) Term() int64 { return l.locked().FenceToken() }
 
 // Value returns the value the leader was elected with, or the last one
 // proclaimed ("" for a nil Leadership).
@@ -54,33 +51,18 @@ func (l *Leadership) Value() string {
 
 // Token returns the token of the leadership's lock on the election key
 // ("" for a nil Leadership).
-func (l *Leadership) Token() string {
-	if l == nil {
-		return ""
-	}
-	return l.lock.Token()
-}
+func (l *Leadership) Token() string { return l.locked().Token() }
 
 // Done returns a channel that is closed when the leadership ends: lost, or
 // resigned. [Leadership.Err] then says which. A nil Leadership returns a
 // closed channel.
-func (l *Leadership) Done() <-chan struct{} {
-	if l == nil {
-		return (*KeepAlive)(nil).Done()
-	}
-	return l.keepAlive.Done()
-}
+func (l *Leadership) Done() <-chan struct{} { return l.kept().Done() }
 
 // Err returns nil while the leadership lasts; once Done is closed, an error
 // matching [ErrLockLost] when it was lost (see [KeepAlive] for the causes it
 // also matches), or [ErrKeepAliveStopped] after [Leadership.Resign]. A nil
 // Leadership returns ErrKeepAliveStopped.
-func (l *Leadership) Err() error {
-	if l == nil {
-		return ErrKeepAliveStopped
-	}
-	return l.keepAlive.Err()
-}
+func (l *Leadership) Err() error { return l.kept().Err() }
 
 // Context returns a context derived from parent that is cancelled when the
 // leadership ends, with [Leadership.Err] as its cause: an error matching
@@ -88,28 +70,36 @@ func (l *Leadership) Err() error {
 // while the clocks behave), [ErrKeepAliveStopped] after Resign. Call the
 // CancelFunc when done; parent must not be nil.
 func (l *Leadership) Context(parent context.Context) (context.Context, context.CancelFunc) {
-	if l == nil {
-		return (*KeepAlive)(nil).Context(parent)
-	}
-	return l.keepAlive.Context(parent)
+	return l.kept().Context(parent)
 }
 
 // ValidUntil returns the time until which the leadership is certainly held
 // (see [KeepAlive.ValidUntil]); the zero Time for a nil Leadership.
-func (l *Leadership) ValidUntil() time.Time {
+func (l *Leadership) ValidUntil() time.Time { return l.kept().ValidUntil() }
+
+// locked and kept return the leadership's lock and keep-alive, nil for a nil
+// Leadership (whose methods then behave as those of a nil *Lock or
+// *KeepAlive).
+func (l *Leadership) locked() *Lock {
 	if l == nil {
-		return time.Time{}
+		return nil
 	}
-	return l.keepAlive.ValidUntil()
+	return l.lock
+}
+
+func (l *Leadership) kept() *KeepAlive {
+	if l == nil {
+		return nil
+	}
+	return l.keepAlive
 }
 
 // Proclaim changes the leader's value to value, keeping its term, and tells
-// the observers ([Election.Observe]), in one script call that blocks for a
-// round trip. It succeeds only while the caller still leads: when the
-// leadership has ended it returns [ErrNotLeader] (matching [ErrLockLost]
-// too when it was lost), sending nothing if that was known; when Redis
-// finds the key gone or taken, the leadership is marked lost (Done is
-// closed). A Redis error is returned as it is; the value may then have
+// the observers ([Election.Observe]), blocking for one round trip. It
+// succeeds only while the caller still leads: when the leadership has
+// ended it returns [ErrNotLeader] (matching [ErrLockLost] too when it was
+// lost), sending nothing if that was known; when Redis finds the key gone
+// or taken, the leadership is marked lost (Done is closed). A Redis error is returned as it is; the value may then have
 // changed on Redis or not ([Leadership.Value] keeps the old one). Proclaim
 // calls of one Leadership run one at a time. Bad input: [ErrNilContext].
 func (l *Leadership) Proclaim(ctx context.Context, value string) error {
@@ -132,7 +122,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 	}
 	e := l.election
 	sent := time.Now()
-	reply, err := electionProclaimScript.Run(ctx, e.client.client, []string{e.name, e.channel}, l.lock.tokenArg, value, e.publishFlag()).Int64Slice()
+	reply, err := electionProclaimScript.Run(ctx, e.client.client, []string{e.name, e.channel}, l.lock.tokenArg, value, election.PublishFlag(e.sharded)).Int64Slice()
 	if err != nil {
 		return err
 	}
@@ -146,12 +136,10 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 
 // Resign ends the leadership: it stops the keep-alive (Done is closed, Err
 // is [ErrKeepAliveStopped], the contexts of [Leadership.Context] are
-// cancelled) before it sends anything, then releases the election key in
-// one script call, which hands it at once to the longest-waiting campaigner,
-// or deletes it when none waits; then it tells the observers with one more
-// script call (whose failure is ignored: observers re-read within a second).
-// The leadership has ended whatever the outcome: a Resign that fails does
-// not make it lead again.
+// cancelled) before it sends anything, then releases the election key,
+// which hands it at once to the longest-waiting campaigner, and tells the
+// observers (see docs/election.md). The leadership has ended whatever the
+// outcome: a Resign that fails does not make it lead again.
 //
 // It returns nil once the key is released, and on every later call. It
 // returns [ErrLockNotHeld] when the leadership had been lost before (the key
@@ -177,15 +165,14 @@ func (l *Leadership) Resign(ctx context.Context) error {
 		defer cancel()
 	}
 	err := l.lock.Release(ctx)
-	switch {
-	case errors.Is(err, ErrLockNotHeld):
-		l.resigned = true
-		return err
-	case err != nil:
+	if err != nil && !errors.Is(err, ErrLockNotHeld) {
 		return err
 	}
 	l.resigned = true
+	if err != nil {
+		return err // ErrLockNotHeld: lost before
+	}
 	e := l.election
-	_ = electionResignedScript.Run(ctx, e.client.client, []string{e.channel}, strconv.FormatInt(l.Term(), 10), e.publishFlag()).Err()
+	_ = electionResignedScript.Run(ctx, e.client.client, []string{e.channel}, strconv.FormatInt(l.Term(), 10), election.PublishFlag(e.sharded)).Err()
 	return nil
 }

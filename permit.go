@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redislock/redislock/internal/handoff"
+	"github.com/redislock/redislock/internal/semaphore"
 )
 
 // Permit is one permit of a [Semaphore], from [Semaphore.Acquire]. It is a
@@ -51,18 +52,17 @@ func (p *Permit) Refresh(ctx context.Context, ttl time.Duration, opt *Options) e
 	return (*handle)(p).refresh(ctx, ttl, opt)
 }
 
-// Release gives the permit back, in one script, O(log n). A permit
-// acquired with [WaitForRelease] hands its slot to the longest waiter of
-// the semaphore, if one is registered (waiters of a permit released
-// otherwise notice within about a second). It returns
-// [ErrLockNotHeld] when the permit had expired (or was released before):
-// an expired permit had stopped counting already, and no other permit is
-// ever touched. It first stops the permit's keep-alive, if any, as
-// [Lock.Release] does; after Release the Permit cannot be kept alive
-// again. When ctx has already ended, Release still runs, with ctx's values
-// but without its cancellation, bounded by a timeout of its own of 5
-// seconds. It makes one attempt; a Redis error is returned as it is, and
-// the permit then expires by its TTL.
+// Release gives the permit back. A permit acquired with [WaitForRelease]
+// hands its slot to the longest waiter of the semaphore, if one is
+// registered (waiters of a permit released otherwise notice within about a
+// second). It returns [ErrLockNotHeld] when the permit had expired (or was
+// released before): an expired permit had stopped counting already, and no
+// other permit is ever touched. It first stops the permit's keep-alive, if
+// any, as [Lock.Release] does; after Release the Permit cannot be kept
+// alive again. When ctx has already ended, Release still runs, with ctx's
+// values but without its cancellation, bounded by a timeout of its own of 5
+// seconds. It makes one attempt; a Redis error is returned as it is, and the
+// permit then expires by its TTL.
 func (p *Permit) Release(ctx context.Context) error { return (*handle)(p).release(ctx) }
 
 // KeepAlive starts refreshing the permit to ttl in the background, so that
@@ -75,9 +75,8 @@ func (p *Permit) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive
 	return (*handle)(p).keepAlive(ttl, opt)
 }
 
-// semNeeds is the server that the semaphore's scripts need (PEXPIRETIME,
-// PEXPIREAT … GT), for ErrServerTooOld.
-const semNeeds = "Semaphore needs Redis 7.0 or later (or Valkey)"
+// semNeeds is the server that the semaphore's scripts need.
+const semNeeds = semaphore.Needs
 
 // permitKind is the kind of a Permit: its token in the semaphore's sorted
 // set, and its fence token and metadata in the companion hash.
@@ -93,14 +92,11 @@ func (permitKind) ttlCall(h *handle) call {
 	return call{op: opTTL, script: semTTLScript, keys: h.keys[:1], args: []any{h.tokenArg}, ro: true, needs: semNeeds}
 }
 
-// releaseCall is semaphore_release.lua, handing the slot over when the
-// permit was acquired with WaitForRelease.
+// releaseCall hands the slot over when the permit waited to be acquired.
 func (permitKind) releaseCall(h *handle) call {
 	c := call{op: opRelease, script: semReleaseScript, keys: h.keys, args: []any{h.tokenArg}, needs: semNeeds, units: 1}
 	if h.wait != nil {
-		// The key's line and liveness set (the key was checked to have
-		// them).
-		q := h.wait.companions
+		q := h.wait.companions // the line and liveness set, checked to exist
 		if q == nil {
 			q, _ = handoff.Companions(h.keys[:1])
 		}

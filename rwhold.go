@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redislock/redislock/internal/rwlock"
 	"github.com/redislock/redislock/internal/script"
 )
 
@@ -166,10 +167,8 @@ func (w *WriteLock) Downgrade(ctx context.Context, ttl time.Duration) (*ReadLock
 	return (*ReadLock)(r), nil
 }
 
-// readKind and writeKind are the kinds of the holds of an RWMutex (whose
-// keys they take): a read hold is its token in the readers' sorted set R
-// and the hash H; the write lock is the writer key W, which holds a
-// lock's value.
+// readKind and writeKind are the kinds of an RWMutex's holds (whose keys
+// they take; see docs/rwmutex.md, "Keys").
 type (
 	readKind  RWMutex
 	writeKind RWMutex
@@ -179,7 +178,7 @@ func (k *readKind) public(h *handle) Handle  { return (*ReadLock)(h) }
 func (k *writeKind) public(h *handle) Handle { return (*WriteLock)(h) }
 
 func (k *readKind) refreshCall(h *handle, ms int64) call {
-	return call{op: opRefresh, script: rwRRefreshScript, keys: k.keys[rwReaders : rwHolds+1], args: []any{h.tokenArg, ms}}
+	return call{op: opRefresh, script: rwRRefreshScript, keys: k.keys[rwlock.Readers : rwlock.Holds+1], args: []any{h.tokenArg, ms}}
 }
 
 func (k *writeKind) refreshCall(h *handle, ms int64) call {
@@ -187,7 +186,7 @@ func (k *writeKind) refreshCall(h *handle, ms int64) call {
 }
 
 func (k *readKind) ttlCall(h *handle) call {
-	return call{op: opTTL, script: rwRTTLScript, keys: k.keys[rwReaders : rwReaders+1], args: []any{h.tokenArg}}
+	return call{op: opTTL, script: rwRTTLScript, keys: k.keys[rwlock.Readers : rwlock.Readers+1], args: []any{h.tokenArg}}
 }
 
 func (k *writeKind) ttlCall(h *handle) call {

@@ -2,15 +2,13 @@ package redislock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/handoff"
-	"github.com/redislock/redislock/internal/keyslot"
 	"github.com/redislock/redislock/internal/retry"
+	"github.com/redislock/redislock/internal/rwlock"
 )
 
 // RWMutex is a read-write lock on Redis: many read holds at once, or one
@@ -31,49 +29,18 @@ import (
 type RWMutex struct {
 	c    *Client // nil: every call returns ErrNilClient
 	name string
-	// keys: W, R, H, Q, then the lines and liveness sets of W and R (WQ,
-	// RQ, WA, RA, see lua/rwmutex_lib.lua).
-	keys [8]string
+	keys [8]string // indexed by rwlock.Writer, rwlock.Readers, …
 }
-
-// Indexes into RWMutex.keys.
-const (
-	rwWriter = iota
-	rwReaders
-	rwHolds
-	rwWriters
-	rwWriterQueue
-	rwReaderQueue
-	rwWriterAlive
-	rwReaderAlive
-)
 
 // RWMutex returns the read-write lock called name. Its keys all share a
 // hash slot and carry a marker, so that no lock, companion or other
-// primitive shares them: when name has a hash tag ("{catalog}:rw") they are
-// name followed by ":redislock:rw:" and a role ("writer", "readers", …);
-// otherwise they are built on "{name}" and end with ":untagged"
-// ("{catalog}:redislock:rw:writer:untagged"), so that "catalog" and
-// "{catalog}" are two locks. The writer key holds a value of the same form
-// as a lock's, so tools that show locks show the write lock. It sends
+// primitive shares them; "catalog" and "{catalog}" are two locks (see
+// docs/rwmutex.md for the keys). The writer key holds a value of the same
+// form as a lock's, so tools that show locks show the write lock. It sends
 // nothing; an empty name makes every call return [ErrInvalidKey]. A nil
 // Client gives an RWMutex whose calls return [ErrNilClient].
 func (c *Client) RWMutex(name string) *RWMutex {
-	rw := &RWMutex{c: c, name: name}
-	prefix, suffix := name+":redislock:rw:", ""
-	if !keyslot.HasTag(name) {
-		prefix, suffix = "{"+name+"}:redislock:rw:", ":untagged"
-	}
-	for i, role := range [...]string{"writer", "readers", "holds", "writers"} {
-		rw.keys[i] = prefix + role + suffix
-	}
-	// The lines and liveness sets of W and R, as the handoff engine
-	// names them: every key has a hash tag (but for the empty name, which
-	// no call accepts), so they exist.
-	if companions, ok := handoff.Companions(rw.keys[:rwHolds]); ok {
-		copy(rw.keys[rwWriterQueue:], companions[2:])
-	}
-	return rw
+	return &RWMutex{c: c, name: name, keys: rwlock.Keys(name)}
 }
 
 // Name returns the name the RWMutex was made with ("" for a nil RWMutex).
@@ -90,7 +57,7 @@ func (rw *RWMutex) WriterKey() string {
 	if rw == nil {
 		return ""
 	}
-	return rw.keys[rwWriter]
+	return rw.keys[rwlock.Writer]
 }
 
 // RLock takes a read hold for ttl: it succeeds when no writer holds the
@@ -144,11 +111,8 @@ func (rw *RWMutex) Lock(ctx context.Context, ttl time.Duration, opt *Options) (*
 	return (*WriteLock)(h), err
 }
 
-// acquire takes the write lock (write) or a read hold, through the
-// shared obtain: the RWMutex's lock keys, for the handoff engine, are W
-// (writers wait on its queue and are handed the lock) and R (readers wait
-// on its queue, and are woken together when the writer they wait behind
-// leaves).
+// acquire takes the write lock (write) or a read hold (docs/rwmutex.md,
+// "Waiting").
 func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options, write bool) (*handle, error) {
 	if rw == nil || rw.c == nil {
 		return nil, ErrNilClient
@@ -164,16 +128,12 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 		return nil, fmt.Errorf("%w: empty RWMutex name", ErrInvalidKey)
 	}
 	fenceKey := opt.fenceKey()
-	if fenceKey != "" {
-		for _, k := range rw.keys {
-			if k == fenceKey {
-				return nil, fmt.Errorf("%w: fence key %q is a key of the RWMutex", ErrInvalidKey, k)
-			}
-		}
-		if rw.c.cluster {
-			if err := checkSlots(rw.keys[:1], fenceKey); err != nil {
-				return nil, err
-			}
+	if fenceKey != "" && slices.Contains(rw.keys[:], fenceKey) {
+		return nil, fmt.Errorf("%w: fence key %q is a key of the RWMutex", ErrInvalidKey, fenceKey)
+	}
+	if fenceKey != "" && rw.c.cluster {
+		if err := checkSlots(rw.keys[:1], fenceKey); err != nil {
+			return nil, err
 		}
 	}
 	if opt.minReplicas() != 0 {
@@ -192,17 +152,13 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	} else {
 		h.tokenArg = h.args.NewToken()
 	}
-	keys := make([]string, len(rw.keys), len(rw.keys)+1)
-	copy(keys, rw.keys[:])
+	keys := append(make([]string, 0, len(rw.keys)+1), rw.keys[:]...)
 	fenced := argUnfenced
 	if fenceKey != "" {
-		keys = append(keys, fenceKey)
-		fenced = argFenced
+		keys, fenced = append(keys, fenceKey), argFenced
 	}
 	strategy := opt.retryStrategy()
-	// A polling waiter registers for as long as a waiter of
-	// WaitForRelease does, renewed by each attempt: one that dies holds
-	// the other side back no longer.
+	// A polling waiter registers too, renewed by each attempt.
 	var reg any = int64(0)
 	if !retry.IsNone(strategy) {
 		reg = handoff.RegistrationArg
@@ -212,12 +168,10 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	err = rw.c.acquire(ctx, &acquisition{
 		h: h, ttl: ttl, strategy: strategy, kind: kind, name: rw.name,
 		attempt: call{op: opObtain, script: run, keys: keys, args: args},
-		wait: handoff.Request{Keys: rw.keys[rwWriter : rwReaders+1 : rwReaders+1], Obtain: run, CallKeys: keys,
+		wait: handoff.Request{Keys: rw.keys[rwlock.Writer : rwlock.Readers+1 : rwlock.Readers+1], Obtain: run, CallKeys: keys,
 			CallArgs: args, Leave: rwLeaveScript, Shared: !write},
 		failed: func(ctx context.Context, err error, waited bool) error {
-			// A waiter registers its token (polling ones too, with each
-			// attempt): take the registration back.
-			h.setToken()
+			h.setToken() // a waiter registered its token: take it back
 			if waited || reg != int64(0) {
 				rw.withdraw(ctx, h.token)
 			}
@@ -233,35 +187,22 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	return h, nil
 }
 
-// The error replies of the RLock and Lock scripts that refuse the call
-// (lua/rwmutex_lib.lua).
-const (
-	rwUpgradeReply      = "redislock: rw upgrade refused"
-	rwHeldByCallerReply = "redislock: rw token holds the write lock"
-)
-
 // refusal translates an error reply of the RLock or Lock script that
 // refuses the call into [ErrUpgrade] or [ErrInvalidToken]; nil for any
 // other error.
 func (rw *RWMutex) refusal(err error, token string) error {
-	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return nil
-	}
-	switch msg := reply.Error(); {
-	case strings.Contains(msg, rwUpgradeReply):
+	switch rwlock.Refused(err) {
+	case rwlock.Upgrade:
 		return fmt.Errorf("%w: token %q has a read hold of %q", ErrUpgrade, token, rw.name)
-	case strings.Contains(msg, rwHeldByCallerReply):
+	case rwlock.HeldByCaller:
 		return fmt.Errorf("%w: token %q holds the write lock of %q (downgrade it instead)", ErrInvalidToken, token, rw.name)
 	}
 	return nil
 }
 
-// withdraw takes back a polling waiter's registration after it gave up,
-// so that a writer that stopped waiting does not hold readers back (and an
-// admitted reader does not hold writers back) until the registration
-// expires, and lets in whoever it held up. Best effort: on failure the
-// registration expires by itself.
+// withdraw takes back a waiter's registration after it gave up, and lets
+// in whoever it held up. Best effort: on failure the registration expires
+// by itself.
 func (rw *RWMutex) withdraw(ctx context.Context, token string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()

@@ -7,16 +7,11 @@ import (
 	"time"
 
 	"github.com/redislock/redislock/internal/handoff"
-	"github.com/redislock/redislock/internal/keyslot"
-	"github.com/redislock/redislock/internal/value"
+	"github.com/redislock/redislock/internal/semaphore"
 )
 
-// permitsSuffix names a semaphore's permit hash, the companion of its key
-// (see [Semaphore]).
-const (
-	permitsSuffix   = ":redislock:permits"
-	permitsUntagged = ":untagged"
-)
+// permitsSuffix names a semaphore's companion hash (see [Semaphore]).
+const permitsSuffix = semaphore.PermitsSuffix
 
 // Semaphore is a counting semaphore on one Redis key: at most a limit of
 // permits are live at once, each a lease with a TTL of its own, like a
@@ -24,19 +19,14 @@ const (
 // no per-call state: copy it, share it, keep it or make a new one for each
 // call, all the same.
 //
-// The key is a sorted set of the permits' tokens, scored by when each
-// expires on the server's clock; its companion, a hash of each permit's
-// fence token and metadata, is "<key>:redislock:permits" for a key with a
-// hash tag and "{<key>}:redislock:permits:untagged" for one without, so
-// both are in the key's hash slot. A permit whose TTL has passed no longer
-// counts, from that millisecond on, for every caller; both keys expire by
-// themselves with the last live permit.
+// A permit whose TTL has passed no longer counts, from that millisecond
+// on, for every caller; the semaphore's keys expire by themselves with the
+// last live permit (see docs/semaphore.md for the keys and scripts).
 //
 // Limits: each caller gives its own. A permit is granted only while fewer
-// than the caller's limit are live, so the count of live permits never
-// exceeds the largest limit in use; a caller with a smaller limit waits
-// until the count falls below its own. Permits granted under a larger
-// limit are never revoked.
+// than the caller's limit are live, so their count never exceeds the
+// largest limit in use; permits granted under a larger limit are never
+// revoked.
 type Semaphore struct {
 	c       *Client
 	client  RedisClient
@@ -49,7 +39,7 @@ type Semaphore struct {
 // at once. It sends nothing and checks nothing: a bad key or a limit below
 // one makes every call on it fail before anything is sent.
 func (c *Client) Semaphore(key string, limit int) Semaphore {
-	permits, _ := permitsKey(key) // "" when it has none: checked by each call
+	permits, _ := semaphore.PermitsKey(key) // "" when it has none: checked by each call
 	if c == nil {
 		return Semaphore{key: key, permits: permits, limit: limit}
 	}
@@ -61,18 +51,6 @@ func (s Semaphore) Key() string { return s.key }
 
 // Limit returns the semaphore's limit, as given to [Client.Semaphore].
 func (s Semaphore) Limit() int { return s.limit }
-
-// permitsKey returns the companion hash of key; ok is false when key has no
-// hash tag but contains "}", so that no companion can share its slot.
-func permitsKey(key string) (string, bool) {
-	if keyslot.HasTag(key) {
-		return key + permitsSuffix, true
-	}
-	if strings.IndexByte(key, '}') >= 0 {
-		return "", false
-	}
-	return "{" + key + "}" + permitsSuffix + permitsUntagged, true
-}
 
 // check checks the semaphore's limit and keys, and the fence key with them.
 // buf, of length 2, receives the semaphore's keys.
@@ -90,29 +68,19 @@ func (s Semaphore) check(buf []string, fenceKey string) error {
 	return checkKeys(buf[:2], fenceKey, s.c.cluster)
 }
 
-// reservationMark starts the sorted-set member of a slot reserved for a
-// woken waiter (semaphore_lib.lua); no permit's token may start with it.
-const reservationMark = "~"
-
 // Acquire takes one permit for ttl (at least one millisecond; Redis counts
-// whole milliseconds), when fewer than the semaphore's limit are live. Each
-// attempt is one Lua script, one round trip, O(log n) in the number of
-// permits (plus the pruning of permits that expired since the last call).
-// A live permit of the same token (an explicit [Options.Token]) is taken
+// whole milliseconds), when fewer than the semaphore's limit are live. A
+// live permit of the same token (an explicit [Options.Token]) is taken
 // again: the acquire is re-entrant and resets the TTL and metadata.
 //
 // When limit permits are live, Acquire follows opt.RetryStrategy (default
 // [NoRetry]), blocking the calling goroutine between attempts, until the
 // context's deadline or, when the context has none, ttl after the call
-// began. Transient Redis errors are retried the same way. With
-// [WaitForRelease] (alone or inside [LimitRetry] or a jitter, as for
-// [Client.Obtain]) it waits for a permit to be released instead: the
-// [Permit.Release] of a permit acquired with it hands its slot to the
-// caller that has waited longest, across processes, and wakes no other;
-// a waiter woken for a slot that its own limit does not let it take
-// passes it on and waits on. Of opt, RetryStrategy, Metadata, Token and
-// FenceKey are used; a MinReplicas above zero fails with
-// ErrInvalidOption.
+// began; transient Redis errors are retried the same way. With
+// [WaitForRelease] (as for [Client.Obtain]) it waits for a release
+// instead, which hands the slot to the longest waiter, across processes
+// (see docs/semaphore.md). Of opt, RetryStrategy, Metadata, Token and
+// FenceKey are used; a MinReplicas above zero fails with ErrInvalidOption.
 //
 // Errors:
 //   - [ErrInvalidLimit], [ErrInvalidTTL], [ErrInvalidKey] (an empty key, a
@@ -149,20 +117,17 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	}
 	if token := opt.token(); token == "" {
 		h.tokenArg = h.args.NewToken()
-	} else if strings.HasPrefix(token, reservationMark) {
-		return nil, fmt.Errorf("%w: a permit's token may not start with %q, which marks a slot reserved for a woken waiter", ErrInvalidToken, reservationMark)
+	} else if strings.HasPrefix(token, semaphore.ReservationMark) {
+		return nil, fmt.Errorf("%w: a permit's token may not start with %q, which marks a slot reserved for a woken waiter", ErrInvalidToken, semaphore.ReservationMark)
 	} else {
 		h.token, h.tokenArg = token, token
 	}
-	// The keys live in the handle: the semaphore's two, capped so that
-	// nothing appends into the fence key's place, then the fence key.
-	h.keys = h.keyBuf[:2:2]
-	keys := h.keyBuf[:2]
-	fenced := argUnfenced
+	// The semaphore's two keys, capped so that nothing appends into the
+	// fence key's place.
+	h.keys, h.keyBuf[2] = h.keyBuf[:2:2], fenceKey
+	keys, fenced := h.keyBuf[:2], argUnfenced
 	if fenceKey != "" {
-		h.keyBuf[2] = fenceKey
-		keys = h.keyBuf[:3]
-		fenced = argFenced
+		keys, fenced = h.keyBuf[:3], argFenced
 	}
 	h.argBuf = [8]any{h.tokenArg, h.metadata, ms, int64(s.limit), fenced}
 	args := h.argBuf[:5]
@@ -194,11 +159,11 @@ type PermitInfo struct {
 }
 
 // Holders returns the semaphore's live permits, the one that expires first
-// first. It makes one attempt, a read-only script of one round trip that
-// writes nothing (O(log n + h) for h holders); bad input gives the errors of
-// [Semaphore.Acquire] before anything is sent, a Redis error is returned as
-// it is, and a reply the script never gives as [ErrUnexpectedReply]. An
-// empty semaphore gives an empty slice and no error.
+// first. It makes one attempt, of one round trip, that writes nothing; bad
+// input gives the errors of [Semaphore.Acquire] before anything is sent, a
+// Redis error is returned as it is, and a reply the script never gives as
+// [ErrUnexpectedReply]. An empty semaphore gives an empty slice and no
+// error.
 func (s Semaphore) Holders(ctx context.Context) ([]PermitInfo, error) {
 	if err := checkCall(ctx, s.client); err != nil {
 		return nil, err
@@ -211,23 +176,13 @@ func (s Semaphore) Holders(ctx context.Context) ([]PermitInfo, error) {
 	if err != nil {
 		return nil, typed(ctx, s.client, keys[:], semNeeds, err)
 	}
-	bad := func() error {
-		return fmt.Errorf("%w: holders of semaphore %q: %#v", ErrUnexpectedReply, s.key, reply)
+	hs, ok := semaphore.ParseHolders(reply)
+	if !ok {
+		return nil, fmt.Errorf("%w: holders of semaphore %q: %#v", ErrUnexpectedReply, s.key, reply)
 	}
-	arr, ok := reply.([]any)
-	if !ok || len(arr)%3 != 0 {
-		return nil, bad()
-	}
-	out := make([]PermitInfo, 0, len(arr)/3)
-	for i := 0; i < len(arr); i += 3 {
-		token, ok1 := arr[i].(string)
-		ms, ok2 := arr[i+1].(int64)
-		v, ok3 := arr[i+2].(string)
-		if !ok1 || !ok2 || !ok3 {
-			return nil, bad()
-		}
-		fence, meta := value.ParsePermit(v)
-		out = append(out, PermitInfo{Token: token, Metadata: meta, FenceToken: fence, TTL: time.Duration(ms) * time.Millisecond})
+	out := make([]PermitInfo, len(hs))
+	for i, x := range hs {
+		out[i] = PermitInfo(x)
 	}
 	return out, nil
 }

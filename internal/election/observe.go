@@ -1,7 +1,9 @@
 // Package election is the engine of an election's observers: it orders
 // what an observer hears (reads of the election and notifications, which
 // come over different connections) into a stream of changes, and runs the
-// loop that listens and re-reads. It knows the election's notices
+// loop that listens and re-reads; and it holds the mechanics of a
+// campaign that need none of the root's types (names, one round's
+// deadline and retries). It knows the election's notices
 // (lua/election_proclaim.lua, lua/election_resigned.lua) but not the
 // public API: the root package converts its events.
 package election
@@ -43,7 +45,8 @@ type State struct {
 // Change is what an Event reports.
 type Change uint8
 
-// The changes of an election.
+// The changes of an election, with the values of the root's
+// LeaderEventKind (LeaderElected, LeaderProclaimed, NoLeader).
 const (
 	Elected Change = iota + 1
 	Proclaimed
@@ -259,4 +262,23 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
+}
+
+// Observe is an observer's goroutine: it subscribes client to channel
+// ([Subscribe]), reports the election's changes on ch, each converted by
+// conv, until ctx ends ([Watch]), and then closes ch. A send waits until
+// it is received or ctx ends.
+func Observe[T any](ctx context.Context, client any, channel string, sharded bool,
+	read func(context.Context) (State, error), ch chan<- T, conv func(Event) T) {
+	defer close(ch)
+	Watch(ctx, Subscribe(ctx, client, channel, sharded), read, func(events []Event) bool {
+		for _, x := range events {
+			select {
+			case ch <- conv(x):
+			case <-ctx.Done():
+				return false
+			}
+		}
+		return true
+	})
 }
