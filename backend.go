@@ -11,11 +11,9 @@ import (
 	"github.com/redislock/redislock/internal/value"
 )
 
-// A backend sends the commands of a lease: the seam where one Redis
-// deployment, a quorum of independent masters or a batching session
-// plugs in. The handle and the primitives build calls; the backend runs
-// them and gives one reply, combining servers' replies where it has
-// several (see docs/ARCHITECTURE.md).
+// A backend sends the commands of a lease: one Redis deployment, or a
+// quorum of independent masters (docs/ARCHITECTURE.md, "The backend
+// seam"). It runs the calls the handle builds and gives one reply.
 type backend interface {
 	// run runs c for the lease h and returns its integer reply; a reply
 	// that is not an integer is an [ErrUnexpectedReply].
@@ -37,17 +35,10 @@ const (
 	opTTL
 )
 
-func (o op) String() string {
-	switch o {
-	case opObtain:
-		return "obtain"
-	case opRefresh:
-		return "refresh"
-	case opRelease:
-		return "release"
-	}
-	return "ttl"
-}
+// opNames are the ops' names; the zero op is a TTL's too.
+var opNames = [...]string{"ttl", opObtain: "obtain", opRefresh: "refresh", opRelease: "release", opTTL: "ttl"}
+
+func (o op) String() string { return opNames[o] }
 
 // A call is one script run on a lease's keys, with an integer reply.
 type call struct {
@@ -84,8 +75,7 @@ type single struct {
 	server *native.Commands // what the server offers besides scripts; nil: scripts only
 
 	// setHeld: the last plain obtain attempt found its key held, so that
-	// the next runs the script, whose integer reply go-redis allocates
-	// far less for than SET's nil.
+	// the next runs the script (see plainObtain).
 	setHeld atomic.Bool
 }
 
@@ -110,13 +100,7 @@ func (s *single) run(ctx context.Context, h *handle, c call) (int64, error) {
 	case c.plain:
 		return s.plainObtain(ctx, h, c)
 	}
-	var cmd *redis.Cmd
-	if c.ro {
-		cmd = c.script.RunRO(ctx, s.client, c.keys, c.args...)
-	} else {
-		cmd = c.script.Run(ctx, s.client, c.keys, c.args...)
-	}
-	v, err := cmd.Result()
+	v, err := c.script.Do(ctx, s.client, c.ro, c.keys, c.args...)
 	if err != nil {
 		return 0, typed(ctx, s.client, c.keys, c.needs, err)
 	}
@@ -128,12 +112,9 @@ func (s *single) run(ctx context.Context, h *handle, c call) (int64, error) {
 }
 
 // plainObtain is the first obtain attempt of one key with a generated
-// token (fenced or not): obtain_plain.lua, the lean form of obtain.lua for
-// it, or, for an unfenced key on a Client from New, SET key value NX PX
-// ttl, value being what obtain.lua writes, unless the last such SET found
-// its key held (go-redis allocates far more for SET's nil reply than for
-// a script's integer). Its reply is obtain.lua's: the fence token (0
-// unfenced) when obtained, obtainHeld when not.
+// token (fenced or not), as obtain_plain.lua or a plain SET NX PX
+// (docs/ARCHITECTURE.md, "The backend seam"). Its reply is obtain.lua's:
+// the fence token (0 unfenced) when obtained, obtainHeld when not.
 func (s *single) plainObtain(ctx context.Context, h *handle, c call) (n int64, err error) {
 	natives := s.server != nil && s.do != nil && len(c.keys) == 1
 	held := s.setHeld.Load()

@@ -15,13 +15,8 @@ import (
 const releaseTimeout = 5 * time.Second
 
 // handle is what every held lease is: a [Lock], a [Permit], a [ReadLock],
-// a [WriteLock], the lock of a [Leadership]. It has keys, a token, a
-// fence token and a lease clock; it refreshes, releases and is kept alive
-// the same way whatever its primitive, which supplies only what differs
-// as its kind (its scripts and replies). Its commands go through its
-// backend; its hooks observe each operation at its edges (observe.go).
-//
-// The public types are thin names over it (type Lock handle, …), so a nil
+// a [WriteLock], the lock of a [Leadership] (docs/ARCHITECTURE.md). The
+// public types are thin names over it (type Lock handle, …), so a nil
 // *Lock is a nil *handle: every method accepts one.
 type handle struct {
 	be       backend      // where its commands go (backend.go); nil: ErrNilClient

@@ -3,10 +3,10 @@ package redislock
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/redislock/redislock/internal/lease"
+	"github.com/redislock/redislock/internal/observe"
 )
 
 // observation is what a handle with hooks records for them: a Lock, a
@@ -20,17 +20,10 @@ type observation struct {
 	lock   *Lock    // the events' Lock: the handle, for KindLock only, once the obtain returned it
 	handle Handle   // the events' Handle, once the obtain returned it
 	ttl    time.Duration
-	start  time.Time // the obtain call's start, then the handle's obtain
+	hold   observe.Hold // the obtain call's start, then the hold's
 
-	// Written by the obtain call's goroutine only, before it returns.
-	attempts   int
-	blocked    bool // some attempt followed a block on Redis
-	nextBlock  bool // the next attempt follows a block
-	nextGrant  bool // that block moved a grant
-	handedOver bool // obtained with a grant
-
-	holding atomic.Bool // obtained, and its hold not yet ended
-	keyBuf  [1]string   // keys' storage for the primitives' one name
+	attempts observe.Attempts // the obtain call's, by its goroutine only
+	keyBuf   [1]string        // keys' storage for the primitives' one name
 }
 
 // observe returns the observation of an obtain call of kind for ttl,
@@ -55,10 +48,9 @@ func (o *observation) obtainStart(ctx context.Context) context.Context {
 	if o == nil {
 		return ctx
 	}
-	o.start = time.Now()
+	o.hold.Start = time.Now()
 	e := ObtainEvent{Kind: o.kind, Keys: o.keys, TTL: o.ttl}
-	ctx = o.starting(ctx, func(h Hook, ctx context.Context) context.Context { return h.ObtainStart(ctx, e) })
-	return ctx
+	return observe.Starting(ctx, o.hooks, func(h Hook, ctx context.Context) context.Context { return h.ObtainStart(ctx, e) })
 }
 
 // attempt reports an attempt: obtained, or not (err nil: held by another).
@@ -66,21 +58,17 @@ func (o *observation) attempt(ctx context.Context, obtained bool, err error) {
 	if o == nil {
 		return
 	}
-	o.attempts++
-	e := AttemptEvent{Kind: o.kind, Keys: o.keys, Attempt: o.attempts, Err: err, Blocked: o.nextBlock}
+	a := o.attempts.Next(obtained && err == nil)
+	e := AttemptEvent{Kind: o.kind, Keys: o.keys, Attempt: a.N, Err: err, Blocked: a.Blocked, HandedOver: a.HandedOver}
 	switch {
 	case err != nil:
 		e.Outcome = OutcomeError
 	case obtained:
 		e.Outcome = OutcomeObtained
-		e.HandedOver = o.nextGrant
-		o.handedOver = o.nextGrant
 	default:
 		e.Outcome = OutcomeNotObtained
 	}
-	o.blocked = o.blocked || o.nextBlock
-	o.nextBlock, o.nextGrant = false, false
-	o.each(func(h Hook) { h.ObtainAttempt(ctx, e) })
+	observe.Each(o.hooks, func(h Hook) { h.ObtainAttempt(ctx, e) })
 }
 
 // obtained reports the end of the obtain call, which returns handle, or
@@ -97,9 +85,9 @@ func (o *observation) obtained(ctx context.Context, handle Handle, err error) {
 		Keys:     o.keys,
 		TTL:      o.ttl,
 		Err:      err,
-		Attempts: o.attempts,
-		Wait:     WaitNone,
-		Duration: now.Sub(o.start),
+		Attempts: o.attempts.N(),
+		Wait:     waitModes[o.attempts.Wait()],
+		Duration: now.Sub(o.hold.Start),
 	}
 	switch {
 	case err == nil:
@@ -107,22 +95,18 @@ func (o *observation) obtained(ctx context.Context, handle Handle, err error) {
 		if o.kind == KindLock {
 			o.lock, _ = handle.(*Lock)
 		}
-		e.Lock, e.Handle, e.Outcome, e.HandedOver = o.lock, handle, OutcomeObtained, o.handedOver
-		o.start = now
-		o.holding.Store(true)
+		e.Lock, e.Handle, e.Outcome, e.HandedOver = o.lock, handle, OutcomeObtained, o.attempts.HandedOver()
+		o.hold.Begin(now)
 	case errors.Is(err, ErrNotObtained), errors.Is(err, ErrLockNotHeld):
 		e.Outcome = OutcomeNotObtained
 	default:
 		e.Outcome = OutcomeError
 	}
-	switch {
-	case o.blocked:
-		e.Wait = WaitEvents
-	case o.attempts > 1:
-		e.Wait = WaitPolled
-	}
-	o.each(func(h Hook) { h.ObtainDone(ctx, e) })
+	observe.Each(o.hooks, func(h Hook) { h.ObtainDone(ctx, e) })
 }
+
+// waitModes are the WaitModes of observe's Waits.
+var waitModes = [...]WaitMode{observe.None: WaitNone, observe.Polled: WaitPolled, observe.Events: WaitEvents}
 
 // releaseStart reports the start of a release; it returns the context for
 // it, and the time it started (zero without hooks).
@@ -131,7 +115,7 @@ func (o *observation) releaseStart(ctx context.Context) (context.Context, time.T
 		return ctx, time.Time{}
 	}
 	e := ReleaseEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle}
-	ctx = o.starting(ctx, func(h Hook, ctx context.Context) context.Context { return h.ReleaseStart(ctx, e) })
+	ctx = observe.Starting(ctx, o.hooks, func(h Hook, ctx context.Context) context.Context { return h.ReleaseStart(ctx, e) })
 	return ctx, time.Now()
 }
 
@@ -143,10 +127,8 @@ func (o *observation) released(ctx context.Context, start time.Time, handedOver 
 	}
 	now := time.Now()
 	e := ReleaseEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, Err: err, HandedOver: handedOver, Duration: now.Sub(start)}
-	if o.holding.CompareAndSwap(true, false) {
-		e.EndsHold, e.Held = true, now.Sub(o.start)
-	}
-	o.each(func(h Hook) { h.ReleaseDone(ctx, e) })
+	e.Held, e.EndsHold = o.hold.End(now)
+	observe.Each(o.hooks, func(h Hook) { h.ReleaseDone(ctx, e) })
 }
 
 // refreshStart reports the start of a refresh to ttl; it returns the
@@ -156,7 +138,7 @@ func (o *observation) refreshStart(ctx context.Context, ttl time.Duration, keepA
 		return ctx, time.Time{}
 	}
 	e := RefreshEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, TTL: ttl, KeepAlive: keepAlive}
-	ctx = o.starting(ctx, func(h Hook, ctx context.Context) context.Context { return h.RefreshStart(ctx, e) })
+	ctx = observe.Starting(ctx, o.hooks, func(h Hook, ctx context.Context) context.Context { return h.RefreshStart(ctx, e) })
 	return ctx, time.Now()
 }
 
@@ -166,7 +148,7 @@ func (o *observation) refreshed(ctx context.Context, start time.Time, ttl time.D
 		return
 	}
 	e := RefreshEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, TTL: ttl, KeepAlive: keepAlive, Err: err, Duration: time.Since(start)}
-	o.each(func(h Hook) { h.RefreshDone(ctx, e) })
+	observe.Each(o.hooks, func(h Hook) { h.RefreshDone(ctx, e) })
 }
 
 // refreshing reports the start of a keep-alive's refresh to ttl; it
@@ -195,10 +177,8 @@ func (o *observation) ended() func(lease.End, error) {
 			return
 		}
 		e := LostEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, Err: err, Reason: lostReason(end)}
-		if o.holding.CompareAndSwap(true, false) {
-			e.EndsHold, e.Held = true, time.Since(o.start)
-		}
-		o.each(func(h Hook) { h.Lost(e) })
+		e.Held, e.EndsHold = o.hold.End(time.Now())
+		observe.Each(o.hooks, func(h Hook) { h.Lost(e) })
 	}
 }
 
@@ -213,7 +193,7 @@ func (o *observation) attempted(ctx context.Context) func(obtained, blocked bool
 	}
 	return func(obtained, blocked bool, err error) {
 		if blocked {
-			o.nextBlock, o.nextGrant = true, obtained
+			o.attempts.Block(obtained)
 		}
 		o.attempt(ctx, obtained, err)
 	}
@@ -242,28 +222,4 @@ func (c *Client) observeAttach(h *handle) {
 		h.obs.lock = (*Lock)(h)
 		h.obs.handle = h.obs.lock
 	}
-}
-
-// each calls f with every hook. A panic in a hook is recovered and
-// dropped ([Hook]), so that no hook can break an operation or leave a
-// lease held that its caller never received.
-func (o *observation) each(f func(Hook)) {
-	for _, h := range o.hooks {
-		func() {
-			defer func() { _ = recover() }()
-			f(h)
-		}()
-	}
-}
-
-// starting is each for the Start methods: it returns the context that the
-// operation runs under, the last one a hook returned (ctx itself, for a
-// hook that returned nil or panicked).
-func (o *observation) starting(ctx context.Context, f func(Hook, context.Context) context.Context) context.Context {
-	o.each(func(h Hook) {
-		if next := f(h, ctx); next != nil {
-			ctx = next
-		}
-	})
-	return ctx
 }

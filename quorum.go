@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -30,9 +29,8 @@ type Quorum struct {
 type QuorumOptions struct {
 	// MaxTTL is the longest TTL a lock of the quorum may have; an obtain
 	// with a longer one fails with [ErrInvalidTTL]. A master that lost its
-	// data (restarted without persistence) grants nothing for MaxTTL after
-	// it comes back, so that no lock it held can still be live elsewhere:
-	// every Quorum of the same masters must use the same MaxTTL.
+	// data grants nothing for MaxTTL after it comes back: every Quorum of
+	// the same masters must use the same MaxTTL (docs/quorum.md).
 	// Default: 1 minute.
 	MaxTTL time.Duration
 }
@@ -72,12 +70,9 @@ func (q *Quorum) Obtain(ctx context.Context, key string, ttl time.Duration, opt 
 
 // ObtainMulti takes the lock on every key, or on none, on a majority of
 // the masters, for ttl (at most [QuorumOptions.MaxTTL]), as
-// [Client.ObtainMulti] does on one, with these differences. Each attempt
-// sends one script to every master at once (a second round when a fence
-// token must be settled) and counts the majority within the validity
-// (ttl less ttl/50 + 2 ms, the margin of a keep-alive); a failed attempt
-// deletes what it took before the next. [WaitForRelease] polls, with its
-// fallback. An obtain with the token of a lock the caller still holds is
+// [Client.ObtainMulti] does on one, with these differences (how an
+// attempt runs is docs/quorum.md). A failed attempt leaves nothing held.
+// [WaitForRelease] polls, with its fallback. An obtain with the token of a lock the caller still holds is
 // not re-entrant: it is not obtained. [Options.MinReplicas] fails with
 // [ErrInvalidOption]. A master that does not answer delays each call until
 // the client's timeouts end it (ReadTimeout, or the context's deadline with
@@ -124,40 +119,30 @@ func (q *quorumLease) run(ctx context.Context, h *handle, c call) (int64, error)
 		if len(c.keys) > len(h.keys) {
 			fenceKey = c.keys[len(h.keys)]
 		}
-		g, err := q.e.Obtain(ctx, quorum.Request{Keys: h.keys, Token: token, Metadata: h.metadata, TTL: time.Duration(c.ms) * time.Millisecond, FenceKey: fenceKey})
-		var f *quorum.Failure
+		g, held, err := q.e.Take(ctx, quorum.Request{Keys: h.keys, Token: token, Metadata: h.metadata, TTL: time.Duration(c.ms) * time.Millisecond, FenceKey: fenceKey})
 		switch {
-		case errors.As(err, &f) && (len(f.Errs) == 0 || f.Counts.Taken+f.Counts.Failed < quorum.Majority(f.Counts.Nodes)):
-			// Held by others (or recovering) on too many masters, whatever
-			// the failed ones would have said: not obtained, no failure.
+		case held:
 			return obtainHeld, nil
 		case err != nil:
-			// Masters that failed: not obtained, and why (transient, for
-			// the retry loop, unless a master refused for good).
+			// Not obtained, and why (transient, for the retry loop, unless
+			// a master refused for good).
 			return 0, fmt.Errorf("%w: %w", ErrNotObtained, err)
 		}
 		q.tag = g.Tag
 		return g.Fence, nil
 	case opRefresh:
-		_, err := q.e.Refresh(ctx, quorum.Hold{Keys: h.keys, Token: token, Tag: q.tag, Metadata: h.metadata, Fence: h.fence,
+		held, err := q.e.Renew(ctx, quorum.Hold{Keys: h.keys, Token: token, Tag: q.tag, Metadata: h.metadata, Fence: h.fence,
 			ValidUntil: h.lease.ValidUntil(0)}, time.Duration(c.ms)*time.Millisecond)
-		switch {
-		case errors.Is(err, quorum.ErrNotHeld):
-			return 0, nil
-		case err != nil:
+		if held {
+			return 1, nil
+		}
+		return 0, err
+	case opRelease:
+		if done, err := q.e.Released(ctx, h.keys, token, q.tag); !done {
 			return 0, err
 		}
-		return 1, nil
-	case opRelease:
-		n, err := q.e.Release(ctx, h.keys, token, q.tag)
-		if n >= quorum.Majority(q.e.Nodes()) {
-			return int64(max(c.units, 1)), nil
-		}
-		return 0, err
+		return int64(max(c.units, 1)), nil
 	}
-	d, err := q.e.TTL(ctx, h.keys, token, q.tag)
-	if err != nil && !errors.Is(err, quorum.ErrNotHeld) {
-		return 0, err
-	}
-	return d.Milliseconds(), nil
+	d, err := q.e.HeldTTL(ctx, h.keys, token, q.tag)
+	return d.Milliseconds(), err
 }

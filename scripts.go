@@ -6,30 +6,14 @@ import (
 	"github.com/redislock/redislock/internal/script"
 )
 
-// The Lua scripts, one per verb, each file's header listing its KEYS, ARGV
-// and replies; internal/script runs them (EVALSHA, EVAL on NOSCRIPT, the
-// Cluster slot-map reload). lib.lua (the exact-token ownership check),
-// handover.lua (handing a key over to its next waiter, see
-// [WaitForRelease] and internal/handoff), semaphore_lib.lua and
-// rwmutex_lib.lua are not scripts: they define the functions that the
-// scripts of their part share, and are prepended to them. Lua compiles
-// each whole once per server.
+// luaFiles are the Lua scripts, one per verb, and the helpers they share
+// (docs/ARCHITECTURE.md, "Scripts").
 //
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
 // lua returns the script made of the named files of lua/, in order.
-func lua(names ...string) *script.Script {
-	parts := make([]string, len(names))
-	for i, name := range names {
-		b, err := luaFiles.ReadFile("lua/" + name + ".lua")
-		if err != nil {
-			panic("redislock: " + err.Error()) // a file missing from the build
-		}
-		parts[i] = string(b)
-	}
-	return script.New(parts...)
-}
+var lua = script.Files(luaFiles, "lua")
 
 // The scripts of locks, elections and Inspect.
 var (

@@ -15,6 +15,7 @@ package script
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -33,6 +34,23 @@ func New(parts ...string) *Script {
 	return &Script{src: src, s: redis.NewScript(src)}
 }
 
+// Files returns what makes a script of files of dir in fsys: of the files
+// named names (each without its ".lua"), in order. It panics when a file
+// is missing, which only a broken build can cause.
+func Files(fsys fs.FS, dir string) func(names ...string) *Script {
+	return func(names ...string) *Script {
+		parts := make([]string, len(names))
+		for i, name := range names {
+			b, err := fs.ReadFile(fsys, dir+"/"+name+".lua")
+			if err != nil {
+				panic("redislock: " + err.Error())
+			}
+			parts[i] = string(b)
+		}
+		return New(parts...)
+	}
+}
+
 // Hash returns the SHA-1 of the script's source, as EVALSHA takes it.
 func (s *Script) Hash() string { return s.s.Hash() }
 
@@ -44,6 +62,15 @@ func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args 
 	cmd := s.s.Run(ctx, c, keys, args...)
 	ReloadAfter(ctx, c, cmd.Err())
 	return cmd
+}
+
+// Do runs the script as [Script.RunRO] does when ro, else as
+// [Script.Run], and returns its reply or error.
+func (s *Script) Do(ctx context.Context, c redis.Scripter, ro bool, keys []string, args ...any) (any, error) {
+	if ro {
+		return s.RunRO(ctx, c, keys, args...).Result()
+	}
+	return s.Run(ctx, c, keys, args...).Result()
 }
 
 // RunRO runs a script that writes nothing with EVALSHA_RO (EVAL_RO when not
