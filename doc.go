@@ -71,23 +71,18 @@
 //
 // [NoRetry] (the default) tries once. [LinearBackoff],
 // [ExponentialBackoff] and [LimitRetry] poll, with [Jitter], [FullJitter]
-// or [DecorrelatedJitter] to spread the retries. [WaitForRelease] waits for
-// the release instead: waiters stand in line on Redis, each keeping its
-// place for as long as it waits, and the holder's Release hands the lock to
-// the one that arrived first. Where the client cannot block, it polls with
-// its fallback strategy.
+// or [DecorrelatedJitter] to spread the retries. [WaitForRelease] waits in
+// line on Redis for the release, which hands the lock to the first in line;
+// where the client cannot block, it polls with its fallback strategy.
 //
 // # Beyond the mutex
 //
-// [Client.Semaphore] gives at most N holders of one key at once, each
-// permit a lease of its own; [Client.RWMutex] gives many readers or one
-// writer, writers never starved by a stream of readers. Their handles have
-// the methods, options and errors of [Lock], and both wait with
-// [WaitForRelease] as a lock does.
-// [Client.Election] elects one leader among campaigners, with a [Leadership]
-// whose term fences and an Observe that reports every change.
-// [Client.AddHook] reports what the locks and the other primitives do, for
-// metrics and traces.
+// [Client.Semaphore] gives at most N holders of one key, each permit a
+// lease; [Client.RWMutex] many readers or one writer, writers never
+// starved. Their handles have the methods, options, errors and waiting of
+// [Lock]. [Client.Election] elects one leader, with a [Leadership] whose
+// term fences and an Observe that reports every change. [Client.AddHook]
+// reports what they all do, for metrics and traces.
 //
 // # Redis Cluster
 //
@@ -100,11 +95,9 @@
 //
 // The mechanism, the measurements and the design choices are in the
 // repository's docs directory (https://github.com/redislock/redislock/tree/main/docs):
-// docs/keepalive.md, docs/waiting.md, docs/fencing.md, docs/failover.md
-// (topologies, failover, MinReplicas), docs/safety.md (what the
-// fault-injection tests found), docs/acl-tls.md, docs/benchmarks.md,
-// docs/cli.md, docs/semaphore.md, docs/rwmutex.md, docs/election.md,
-// docs/observability.md,
-// docs/migrating-from-bsm.md, and docs/ARCHITECTURE.md for where the code
-// lives.
+// keepalive.md, waiting.md, fencing.md, failover.md (topologies, failover,
+// MinReplicas), safety.md (what the fault-injection tests found),
+// errors.md, acl-tls.md, benchmarks.md, cli.md, semaphore.md, rwmutex.md,
+// election.md, observability.md, scheduling.md, sessions.md, quorum.md,
+// migrating-from-bsm.md, and ARCHITECTURE.md for where the code lives.
 package redislock

@@ -3,11 +3,14 @@ package redislock
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/redislock/redislock/internal/check"
+	"github.com/redislock/redislock/internal/redisreply"
 )
 
 // Errors returned by this package. Compare with [errors.Is]: most are
-// returned wrapped, with the offending value in the message.
+// returned wrapped, with the offending value in the message. How each is
+// found out is in docs/errors.md.
 var (
 	// ErrNotObtained is returned by [Client.Obtain] and [Client.ObtainMulti]
 	// when the lock is held by another token and the retry strategy gave up
@@ -45,8 +48,7 @@ var (
 	ErrKeepAliveRunning = errors.New("redislock: keep-alive already running")
 
 	// ErrInvalidTTL is returned, before anything is sent to Redis, for a TTL
-	// below one millisecond: Redis would delete the key at once while the
-	// call reported success.
+	// below one millisecond.
 	ErrInvalidTTL = errors.New("redislock: invalid ttl")
 
 	// ErrInvalidKey is returned, before anything is sent to Redis, for an
@@ -55,9 +57,9 @@ var (
 	ErrInvalidKey = errors.New("redislock: invalid key")
 
 	// ErrInvalidToken is returned by [Client.Attach] for an empty token, by
-	// [Semaphore.Acquire] for an [Options.Token] that starts with "~" (the
-	// mark of a reserved slot), and by the RW lock's read acquire for a
-	// token that holds its write lock ([RWMutex.RLock]).
+	// [Semaphore.Acquire] for an [Options.Token] that starts with "~", and
+	// by the RW lock's read acquire ([RWMutex.RLock]) for a token that
+	// holds its write lock.
 	ErrInvalidToken = errors.New("redislock: invalid token")
 
 	// ErrInvalidOption is returned, before anything is sent to Redis or
@@ -93,10 +95,9 @@ var (
 	ErrUnsupportedClient = errors.New("redislock: option not supported by this redis client")
 
 	// ErrUnexpectedReply is returned when Redis answered one of this
-	// package's scripts with a reply of a shape the script never gives: a
-	// server or proxy that does not run the scripts as Redis does, or a
-	// wrapper of the client that changes replies. The message names the
-	// call, the key and the reply. Nothing is retried after it.
+	// package's scripts with a reply of a shape the script never gives. The
+	// message names the call, the key and the reply. Nothing is retried
+	// after it.
 	ErrUnexpectedReply = errors.New("redislock: unexpected reply from redis")
 
 	// ErrWrongType is matched by a [*WrongTypeError]: a key of the call
@@ -114,9 +115,9 @@ var (
 
 	// ErrUpgrade is returned by [RWMutex.Lock] called with the token of a
 	// live read hold of the same RWMutex: a read hold is never upgraded to
-	// the write lock (two readers upgrading would wait for each other
-	// forever). Release the read hold and take the write lock, or take the
-	// write lock first and [WriteLock.Downgrade] it. Nothing was changed.
+	// the write lock. Release the read hold and take the write lock, or
+	// take the write lock first and [WriteLock.Downgrade] it. Nothing was
+	// changed.
 	ErrUpgrade = errors.New("redislock: a read lock cannot be upgraded to a write lock")
 )
 
@@ -142,9 +143,8 @@ var (
 )
 
 // CrossSlotError reports keys of one lock that a Redis Cluster keeps in
-// different hash slots. One Lua script can only touch keys of one slot, so
-// such a lock cannot be taken atomically; use a hash tag ("{job}:a",
-// "{job}:b", see [HashSlot]). It is returned before anything is sent, and
+// different hash slots; use a hash tag ("{job}:a", "{job}:b", see
+// [HashSlot]). It is returned before anything is sent, and
 // errors.Is(err, ErrCrossSlot) holds.
 type CrossSlotError struct {
 	Keys  []string // every key of the request, lock keys first, then the fence key
@@ -153,14 +153,7 @@ type CrossSlotError struct {
 
 // Error names every key with its slot.
 func (e *CrossSlotError) Error() string {
-	var b strings.Builder
-	b.WriteString(ErrCrossSlot.Error())
-	b.WriteString(":")
-	for i, k := range e.Keys {
-		fmt.Fprintf(&b, " %q=%d", k, e.Slots[i])
-	}
-	b.WriteString(` (put a common hash tag in every key, like "{job}:lock" and "{job}:fence")`)
-	return b.String()
+	return ErrCrossSlot.Error() + check.SlotList(e.Keys, e.Slots)
 }
 
 // Unwrap returns [ErrCrossSlot].
@@ -197,7 +190,8 @@ func (e *WrongTypeError) Error() string {
 	if e.Key == "" {
 		return ErrWrongType.Error() + " (" + e.Err.Error() + ")"
 	}
-	return fmt.Sprintf("%s: %q is a %s, where this call keeps a %s", ErrWrongType, e.Key, holder(e.Key, e.Type), holder(e.Key, e.Want))
+	return fmt.Sprintf("%s: %q is a %s, where this call keeps a %s", ErrWrongType, e.Key, redisreply.Holder(e.Key, e.Type),
+		redisreply.Holder(e.Key, e.Want))
 }
 
 // Unwrap returns [ErrWrongType] and the server's error.

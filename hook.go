@@ -23,13 +23,10 @@ import (
 // a hook is recovered and dropped, as if it had returned (a Start method's
 // context is then the one it was given).
 //
-// Kind says which primitive an event is about ([KindLock],
-// [KindSemaphore], [KindRead], [KindWrite], [KindElection]) and Handle
-// which handle; Keys is a lock's keys, or the primitive's name. The Lock
-// field is set for locks only, so a hook written for locks alone works
-// as it did and sees the other kinds with a nil Lock. A Campaign is one
-// obtain call, however many rounds it waits; a Downgrade is the write
-// lock's release around the read hold's obtain call.
+// Kind says which primitive an event is about and Handle which handle;
+// Keys is a lock's keys, or the primitive's name. The Lock field is set
+// for locks only: a hook written for locks sees the other kinds with a
+// nil Lock.
 type Hook interface {
 	// ObtainStart is called when an obtain call has checked its arguments
 	// and is about to make its first attempt. Calls rejected for bad input
@@ -124,8 +121,6 @@ type Handle interface {
 // hooks. Hooks are called in the order they were added. It is safe for
 // concurrent use, also with calls in flight; add hooks before use all the
 // same, or the first locks go unobserved. A nil h, or a nil c, is ignored.
-//
-// With no hook, observing costs a nil check per step and allocates nothing.
 func (c *Client) AddHook(h Hook) {
 	if c == nil || h == nil {
 		return

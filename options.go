@@ -36,18 +36,15 @@ type Options struct {
 	FenceKey string
 
 	// MinReplicas, when above zero, makes Obtain and ObtainMulti confirm
-	// the lock on at least this many replicas before returning it: on the
-	// connection to the lock's master they send the obtain script again
-	// (re-entrant: same token, same fence token), then Redis WAIT: two
-	// more round trips and the wait. When fewer replicas acknowledge within
-	// ReplicaTimeout, the lock is released and the call fails with a
-	// [*ReplicaError] ([ErrNotReplicated]). It narrows the window in which
-	// a failover loses a lock, at a cost in availability (see the package
-	// documentation). It needs a *redis.Client (single node or Sentinel
-	// failover client) or a *redis.ClusterClient; with any other client
-	// the call fails with [ErrUnsupportedClient] before sending anything,
-	// and a negative value fails with [ErrInvalidOption]. Refresh ignores
-	// it.
+	// the lock, with the same token and fence token, on at least this many
+	// replicas before returning it (two more round trips and a WAIT; see
+	// docs/failover.md). When fewer acknowledge within ReplicaTimeout, the
+	// lock is released and the call fails with a [*ReplicaError]
+	// ([ErrNotReplicated]). It needs a *redis.Client (single node or
+	// Sentinel failover client) or a *redis.ClusterClient; with any other
+	// client the call fails with [ErrUnsupportedClient] before sending
+	// anything, and a negative value fails with [ErrInvalidOption]. Refresh
+	// ignores it.
 	// Default: 0, no confirmation: replication is asynchronous.
 	MinReplicas int
 
@@ -57,21 +54,16 @@ type Options struct {
 	// Default: a tenth of the TTL, at least 1 ms.
 	ReplicaTimeout time.Duration
 
-	// MinHold makes a lock or permit held for at least this long after it
-	// was obtained, however early it is released: a [Lock.Release] (or
-	// [Permit.Release]) before then leaves the keys held by the token, in
-	// the same script, to expire by themselves MinHold after the obtain
-	// returned, instead of deleting them; waiters see it held until then,
-	// and nothing is handed over before. A release after MinHold deletes
-	// as usual. A Lock (or Permit) released before MinHold is released
+	// MinHold keeps a lock or permit held for at least this long after the
+	// obtain returned, however early it is released: a [Lock.Release] (or
+	// [Permit.Release]) before then leaves its keys to expire by themselves
+	// at that time instead of deleting them; waiters see it held until then,
+	// and nothing is handed over before. The Lock (or Permit) is released
 	// all the same: a Refresh then returns [ErrNotObtained] and another
-	// Release [ErrLockNotHeld], sending nothing. It is the "lock at least
-	// for" of a scheduled job that must not run twice when another replica
-	// fires a little later (see docs/scheduling.md);
-	// [KeepAliveOptions.MaxHold] is the "at most". Fence tokens are
-	// unchanged. A negative value fails with
-	// [ErrInvalidOption] before anything is sent, and so does a MinHold
-	// on an RWMutex's holds or an election, which do not support it.
+	// Release [ErrLockNotHeld], sending nothing. Fence tokens are unchanged;
+	// see docs/scheduling.md. A negative value fails with [ErrInvalidOption]
+	// before anything is sent, and so does a MinHold on an RWMutex's holds
+	// or an election, which do not support it.
 	// Default: 0, a release deletes at once.
 	MinHold time.Duration
 }
@@ -83,47 +75,20 @@ func (o *Options) retryStrategy() RetryStrategy {
 	return o.RetryStrategy
 }
 
-func (o *Options) metadata() string {
+// or returns *o, or the zero Options (all defaults) when o is nil.
+func (o *Options) or() Options {
 	if o == nil {
-		return ""
+		return Options{}
 	}
-	return o.Metadata
+	return *o
 }
 
-func (o *Options) token() string {
-	if o == nil {
-		return ""
-	}
-	return o.Token
-}
-
-func (o *Options) fenceKey() string {
-	if o == nil {
-		return ""
-	}
-	return o.FenceKey
-}
-
-func (o *Options) minReplicas() int {
-	if o == nil {
-		return 0
-	}
-	return o.MinReplicas
-}
-
-func (o *Options) replicaTimeout() time.Duration {
-	if o == nil {
-		return 0
-	}
-	return o.ReplicaTimeout
-}
-
-func (o *Options) minHold() time.Duration {
-	if o == nil {
-		return 0
-	}
-	return o.MinHold
-}
+func (o *Options) metadata() string              { return o.or().Metadata }
+func (o *Options) token() string                 { return o.or().Token }
+func (o *Options) fenceKey() string              { return o.or().FenceKey }
+func (o *Options) minReplicas() int              { return o.or().MinReplicas }
+func (o *Options) replicaTimeout() time.Duration { return o.or().ReplicaTimeout }
+func (o *Options) minHold() time.Duration        { return o.or().MinHold }
 
 // checkMinHold rejects a negative MinHold, and any MinHold where supported
 // is false.
