@@ -31,9 +31,7 @@
 //
 //   - Each attempt of [Client.Obtain], [Client.ObtainMulti] and
 //     [Lock.Refresh], and each [Lock.Release] and [Lock.TTL], is atomic on
-//     the server: one Lua script, or one plain command where that does the
-//     same work (see [New] and [Client.ObtainMulti]), sent from the
-//     caller's goroutine.
+//     the server and sent from the caller's goroutine (see [New]);
 //     ObtainMulti takes every key or none.
 //   - Ownership is the exact token: only the holder's token refreshes or
 //     releases a lock, also through a handle from [Client.Attach].

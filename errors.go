@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/redislock/redislock/internal/check"
 	"github.com/redislock/redislock/internal/redisreply"
@@ -187,11 +186,7 @@ type WrongTypeError struct {
 
 // Error names the key, what it holds and what the call wanted there.
 func (e *WrongTypeError) Error() string {
-	if e.Key == "" {
-		return ErrWrongType.Error() + " (" + e.Err.Error() + ")"
-	}
-	return fmt.Sprintf("%s: %q is a %s, where this call keeps a %s", ErrWrongType, e.Key, redisreply.Holder(e.Key, e.Type),
-		redisreply.Holder(e.Key, e.Want))
+	return ErrWrongType.Error() + redisreply.Describe(e.Key, e.Type, e.Want, e.Err)
 }
 
 // Unwrap returns [ErrWrongType] and the server's error.

@@ -18,15 +18,10 @@ import (
 // called from every goroutine that uses the handles: it must be safe for
 // concurrent use.
 //
-// A hook cannot delay or undo what it observes: a keep-alive's contexts
-// are cancelled and its Done closed before Lost is called, and a panic in
+// A hook cannot delay or undo what it observes (see Lost), and a panic in
 // a hook is recovered and dropped, as if it had returned (a Start method's
-// context is then the one it was given).
-//
-// Kind says which primitive an event is about and Handle which handle;
-// Keys is a lock's keys, or the primitive's name. The Lock field is set
-// for locks only: a hook written for locks sees the other kinds with a
-// nil Lock.
+// context is then the one it was given). An event's Keys is a lock's
+// keys, or the name of the other primitives.
 type Hook interface {
 	// ObtainStart is called when an obtain call has checked its arguments
 	// and is about to make its first attempt. Calls rejected for bad input

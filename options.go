@@ -3,6 +3,8 @@ package redislock
 import (
 	"fmt"
 	"time"
+
+	"github.com/redislock/redislock/internal/check"
 )
 
 // Options tunes one [Client.Obtain], [Client.ObtainMulti] or [Lock.Refresh]
@@ -93,11 +95,8 @@ func (o *Options) minHold() time.Duration        { return o.or().MinHold }
 // checkMinHold rejects a negative MinHold, and any MinHold where supported
 // is false.
 func checkMinHold(opt *Options, supported bool, by string) error {
-	switch d := opt.minHold(); {
-	case d < 0:
-		return fmt.Errorf("%w: negative Options.MinHold (%v)", ErrInvalidOption, d)
-	case d > 0 && !supported:
-		return fmt.Errorf("%w: Options.MinHold is not supported by %s", ErrInvalidOption, by)
+	if msg := check.MinHold(opt.minHold(), supported, by); msg != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidOption, msg)
 	}
 	return nil
 }

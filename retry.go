@@ -35,8 +35,7 @@ func LinearBackoff(backoff time.Duration) RetryStrategy { return retry.Linear(ba
 // ExponentialBackoff returns a strategy whose n-th backoff (n = 1, 2, …) is
 // 2^(n+1) milliseconds, raised to at least min and lowered to at most max;
 // max zero means no upper bound. A negative max, as with bsm/redislock,
-// makes every backoff that min does not raise negative: no retry. See
-// docs/waiting.md for an example.
+// makes every backoff that min does not raise negative: no retry.
 func ExponentialBackoff(min, max time.Duration) RetryStrategy { return retry.Exponential(min, max) }
 
 // LimitRetry returns a strategy that follows s for at most max retries

@@ -8,9 +8,8 @@ import (
 	"github.com/redislock/redislock/internal/check"
 )
 
-// checkCall rejects a nil client or context before anything is sent. A
-// typed nil (a nil *redis.Client passed as a RedisClient) is a nil client
-// too: calling it would panic inside go-redis.
+// checkCall rejects a nil client (a typed nil too, see docs/errors.md) or
+// context before anything is sent.
 func checkCall(ctx context.Context, client RedisClient) error {
 	if ctx == nil {
 		return ErrNilContext

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/redislock/redislock/internal/keyslot"
 )
@@ -63,6 +64,19 @@ func Duplicate(keys []string) (string, bool) {
 		seen[k] = struct{}{}
 	}
 	return "", false
+}
+
+// MinHold returns what is wrong with a MinHold of d (negative, or above
+// zero where it is not supported by the primitive by), as the text that
+// follows the error's name, or "" when nothing is.
+func MinHold(d time.Duration, supported bool, by string) string {
+	switch {
+	case d < 0:
+		return fmt.Sprintf("negative Options.MinHold (%v)", d)
+	case d > 0 && !supported:
+		return "Options.MinHold is not supported by " + by
+	}
+	return ""
 }
 
 // Slots returns nil when every key of keys (keys is not empty), and

@@ -6,6 +6,7 @@ package redisreply
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -76,8 +77,18 @@ func Expected(keys []string, i int) string {
 	return "string"
 }
 
-// Holder names what this module keeps in a key of type typ named key.
-func Holder(key, typ string) string {
+// Describe names key, the type it holds (got) and the type the call keeps
+// there (want), as the text that follows the error's name; with no key,
+// it quotes the server's error err.
+func Describe(key, got, want string, err error) string {
+	if key == "" {
+		return " (" + err.Error() + ")"
+	}
+	return fmt.Sprintf(": %q is a %s, where this call keeps a %s", key, holder(key, got), holder(key, want))
+}
+
+// holder names what this module keeps in a key of type typ named key.
+func holder(key, typ string) string {
 	switch {
 	case typ == "string" && strings.Contains(key, ":redislock:rw:"):
 		return "string (an RWMutex's write lock)"
