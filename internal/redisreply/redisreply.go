@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redislock/redislock/internal/semaphore"
 )
 
 // Refusal is what a server error means to the caller.
@@ -22,9 +23,8 @@ const (
 	TooOld                   // the server lacks a command the call needs
 )
 
-// permits is the suffix of a semaphore's permit hash (the root's
-// permitsSuffix).
-const permits = ":redislock:permits"
+// permits is the suffix of a semaphore's permit hash.
+const permits = semaphore.PermitsSuffix
 
 // Classify reads the message of a server error. TooOld is only reported
 // when the call says what it needs.
