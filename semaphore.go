@@ -10,9 +10,6 @@ import (
 	"github.com/redislock/redislock/internal/semaphore"
 )
 
-// permitsSuffix names a semaphore's companion hash (see [Semaphore]).
-const permitsSuffix = semaphore.PermitsSuffix
-
 // Semaphore is a counting semaphore on one Redis key: at most a limit of
 // permits are live at once, each a lease with a TTL of its own, like a
 // [Lock]. Get one from [Client.Semaphore]. It is a small value that holds
