@@ -34,8 +34,8 @@ type handle struct {
 	keyBuf   [3]string    // keys' storage: one key (or a semaphore's two), a fence key
 	argBuf   [8]any       // the obtain scripts' arguments' storage, written before the handle is shared
 
-	// matched is the value a native compare last matched (backend.go),
-	// for the kinds whose keys hold a lock's value.
+	// matched is the value a native compare last matched (backend.go,
+	// internal/native), for the kinds whose keys hold a lock's value.
 	matched atomic.Pointer[native.Value]
 
 	// lease is the one record of the keys' expiry: set by the obtain,
@@ -145,18 +145,12 @@ func (h *handle) refresh(ctx context.Context, ttl time.Duration, opt *Options) e
 	leaseTTL := time.Duration(ms) * time.Millisecond
 	ctx, start := h.obs.refreshStart(ctx, ttl, false)
 	err = withRetry(ctx, ttl, opt.retryStrategy(), func(ctx context.Context) (bool, error) {
-		sent := time.Now()
-		h.lease.Sending(sent, leaseTTL)
-		ok, err := h.be.run(ctx, h, h.kind.refreshCall(h, ms))
-		switch {
-		case err != nil:
-			return false, err
-		case ok != 1:
-			h.lease.Lost(sent)
+		send := func() (int64, error) { return h.be.run(ctx, h, h.kind.refreshCall(h, ms)) }
+		held, err := h.lease.Refresh(leaseTTL, send)
+		if err == nil && !held {
 			return true, ErrNotObtained
 		}
-		h.lease.Renewed(sent, leaseTTL)
-		return true, nil
+		return held, err
 	})
 	h.obs.refreshed(ctx, start, ttl, false, err)
 	return err
@@ -259,13 +253,9 @@ func (h *handle) keepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive
 	}
 	refresh := func(ctx context.Context) (err error) {
 		ctx, done := h.obs.refreshing(ctx, ttl)
-		ok, err := h.be.run(ctx, h, h.kind.refreshCall(h, ms))
-		switch {
-		case err != nil:
-		case ok == -1:
-			err = lease.ErrTaken // only the hooks tell it from a key gone
-		case ok != 1:
-			err = lease.ErrNotHeld
+		n, err := h.be.run(ctx, h, h.kind.refreshCall(h, ms))
+		if err == nil {
+			err = lease.Reply(n) // ErrTaken: only the hooks tell it from a key gone
 		}
 		if done != nil {
 			done(err)

@@ -176,7 +176,7 @@ func (o *observation) ended() func(lease.End, error) {
 		if end.Reason == lease.Stopped {
 			return
 		}
-		e := LostEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, Err: err, Reason: lostReason(end)}
+		e := LostEvent{Kind: o.kind, Keys: o.keys, Lock: o.lock, Handle: o.handle, Err: err, Reason: lostReasons[end.Cause()]}
 		e.Held, e.EndsHold = o.hold.End(time.Now())
 		observe.Each(o.hooks, func(h Hook) { h.Lost(e) })
 	}
@@ -199,21 +199,9 @@ func (o *observation) attempted(ctx context.Context) func(obtained, blocked bool
 	}
 }
 
-// lostReason is the [LostReason] of a keep-alive that ended as e says.
-func lostReason(e lease.End) LostReason {
-	switch e.Reason {
-	case lease.NotHeld:
-		if errors.Is(e.Err, lease.ErrTaken) {
-			return LostTaken
-		}
-		return LostGone
-	case lease.Expired, lease.SessionLost:
-		return LostExpired
-	case lease.MaxHoldReached:
-		return LostMaxHold
-	}
-	return LostError
-}
+// lostReasons are the [LostReason]s of the lease's Causes.
+var lostReasons = [...]LostReason{lease.CauseGone: LostGone, lease.CauseTaken: LostTaken,
+	lease.CauseExpired: LostExpired, lease.CauseMaxHold: LostMaxHold, lease.CauseError: LostError}
 
 // observeAttach gives an attached handle the hooks of c, if any: its
 // releases and refreshes are reported, but it never counts as held.
