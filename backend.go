@@ -47,9 +47,9 @@ type call struct {
 	needs  string // the server it needs, for ErrServerTooOld; "": any that runs scripts
 
 	// compare: the call compares one key's lock value (refresh.lua with
-	// ms, delete.lua), which a server may do natively (internal/native). plain:
-	// the first obtain attempt of one free key with a generated token,
-	// which may be a plain SET NX.
+	// ms, delete.lua), which a server may do natively (internal/native).
+	// plain: the first obtain attempt of one free key with a generated
+	// token, which may be a plain SET NX.
 	compare bool
 	plain   bool
 	ms      int64

@@ -48,14 +48,14 @@ type Client struct {
 // common hash slot before anything is sent. A nil client makes every call
 // return [ErrNilClient].
 //
-// On a server that compares values itself (Valkey 8.1+ and Redis 8.4+:
-// SET … IFEQ; Valkey 9.0+: DELIFEQ; Redis 8.4+: DELEX; docs/acl-tls.md),
-// its locks of one key are refreshed, and released when they hand nothing
-// over to a waiter of [WaitForRelease], with that one command instead of a
-// script. The first such call asks the server once which it has (one more
-// round trip, in that call); a server that refuses one later makes the
-// Client run scripts from then on, as does a client that is only a
-// redis.Scripter. Keep one Client per go-redis client, not one per lock.
+// On a server that compares values itself (Valkey 8.1+, Redis 8.4+), its
+// locks of one key are refreshed, and released when they hand nothing over
+// to a waiter of [WaitForRelease], with one plain command instead of a
+// script (docs/acl-tls.md says which). The first such call asks the server
+// once which it has (one more round trip, in that call); a server that
+// refuses one later makes the Client run scripts from then on, as does a
+// client that is only a redis.Scripter. Keep one Client per go-redis
+// client, not one per lock.
 func New(client RedisClient) *Client {
 	return newClient(client, true)
 }
@@ -167,7 +167,7 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	}
 
 	// The handle stores the script's keys (inline for one key) and its
-	// arguments, which then cost no allocation to box (token.go).
+	// arguments, which then cost no allocation to box (internal/value).
 	h, _ := c.spare.Get().(*handle)
 	if h == nil {
 		h = new(handle)
@@ -197,9 +197,7 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	}
 	h.argBuf = [8]any{h.tokenArg, h.metadata, ttlArg, fenced, ""}
 	args := h.argBuf[:5]
-	// The first attempt on one key with a generated token is plain: a lean
-	// script, or SET NX for an unfenced one (backend.go); later attempts
-	// run obtain.lua.
+	// The first attempt on one key with a generated token is plain (backend.go).
 	plain := len(keys) == 1 && token == ""
 	if plain {
 		h.argBuf[5], h.argBuf[6], h.argBuf[7] = h.args.Owner(), h.args.Rest(h.metadata, fenceKey != ""), ttlArg

@@ -60,16 +60,13 @@ func (o *observation) attempt(ctx context.Context, obtained bool, err error) {
 	}
 	a := o.attempts.Next(obtained && err == nil)
 	e := AttemptEvent{Kind: o.kind, Keys: o.keys, Attempt: a.N, Err: err, Blocked: a.Blocked, HandedOver: a.HandedOver}
-	switch {
-	case err != nil:
-		e.Outcome = OutcomeError
-	case obtained:
-		e.Outcome = OutcomeObtained
-	default:
-		e.Outcome = OutcomeNotObtained
-	}
+	e.Outcome = outcomes[observe.ResultOf(obtained, err)]
 	observe.Each(o.hooks, func(h Hook) { h.ObtainAttempt(ctx, e) })
 }
+
+// outcomes are the Outcomes of observe's Results.
+var outcomes = [...]Outcome{observe.Obtained: OutcomeObtained, observe.NotObtained: OutcomeNotObtained,
+	observe.Failed: OutcomeError}
 
 // obtained reports the end of the obtain call, which returns handle, or
 // err (handle is then ignored). A call that ends with [ErrNotObtained], or

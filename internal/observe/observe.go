@@ -121,3 +121,26 @@ func (h *Hold) End(now time.Time) (held time.Duration, ends bool) {
 	}
 	return 0, false
 }
+
+// A Result is an attempt's outcome: obtained, not obtained (held by
+// another), or failed with an error.
+type Result uint8
+
+// The results of an attempt.
+const (
+	Obtained Result = iota + 1
+	NotObtained
+	Failed
+)
+
+// ResultOf returns the Result of an attempt that obtained or not, or
+// failed with err (when not nil).
+func ResultOf(obtained bool, err error) Result {
+	switch {
+	case err != nil:
+		return Failed
+	case obtained:
+		return Obtained
+	}
+	return NotObtained
+}
