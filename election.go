@@ -33,15 +33,12 @@ type Election struct {
 // them fail with [ErrNilClient].
 func (c *Client) Election(name string) *Election {
 	e := &Election{client: c, name: name}
-	var ok bool
-	e.termKey, e.channel, ok = election.Names(name)
-	switch {
+	e.termKey, e.channel, _ = election.Names(name)
+	switch msg := election.CheckName(name); {
 	case c == nil || c.client == nil:
 		e.err = ErrNilClient
-	case name == "":
-		e.err = fmt.Errorf("%w: empty election name", ErrInvalidKey)
-	case !ok:
-		e.err = fmt.Errorf("%w: election name %q contains \"}\" without a hash tag", ErrInvalidKey, name)
+	case msg != "":
+		e.err = fmt.Errorf("%w: %s", ErrInvalidKey, msg)
 	default:
 		e.sharded = c.cluster
 	}
@@ -152,9 +149,10 @@ func (e *Election) round(ctx context.Context, obs *observation, opt *Options, va
 // (the proclaim script with the value it was elected with). It returns
 // neither when the key was lost already, so that the Campaign goes on.
 func (e *Election) elected(ctx context.Context, lock *Lock, value string) (Handle, error) {
-	reply, err := electionProclaimScript.Run(ctx, e.client.client, []string{e.name, e.channel}, lock.tokenArg, value, election.PublishFlag(e.sharded)).Int64Slice()
+	held, err := election.Proclaim(ctx, electionProclaimScript, e.client.client, e.name, e.channel,
+		lock.tokenArg, value, e.sharded)
 	switch {
-	case err == nil && (len(reply) == 0 || reply[0] != 1):
+	case err == nil && !held:
 		lock.lease.Lost(time.Now())
 		return nil, nil
 	case err != nil && ctx.Err() != nil:

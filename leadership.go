@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -111,22 +110,17 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.resigned {
-		return fmt.Errorf("%w: it resigned", ErrNotLeader)
-	}
-	if err := l.keepAlive.Err(); err != nil {
+	ka := l.keepAlive
+	if err := election.CannotProclaim(l.resigned, ka.Err(), ka.ValidUntil(), ErrLockLost); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotLeader, err)
 	}
-	if !time.Now().Before(l.keepAlive.ValidUntil()) {
-		return fmt.Errorf("%w: %w: its lease ran out", ErrNotLeader, ErrLockLost)
-	}
-	e := l.election
-	sent := time.Now()
-	reply, err := electionProclaimScript.Run(ctx, e.client.client, []string{e.name, e.channel}, l.lock.tokenArg, value, election.PublishFlag(e.sharded)).Int64Slice()
+	e, sent := l.election, time.Now()
+	held, err := election.Proclaim(ctx, electionProclaimScript, e.client.client, e.name, e.channel,
+		l.lock.tokenArg, value, e.sharded)
 	if err != nil {
 		return err
 	}
-	if len(reply) == 0 || reply[0] != 1 {
+	if !held {
 		l.lock.lease.Lost(sent)
 		return fmt.Errorf("%w: %w: the election key is gone or held by another", ErrNotLeader, ErrLockLost)
 	}
@@ -159,11 +153,8 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	if l.resigned {
 		return nil
 	}
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-	}
+	ctx, cancel := election.Detach(ctx, releaseTimeout)
+	defer cancel()
 	err := l.lock.Release(ctx)
 	if err != nil && !errors.Is(err, ErrLockNotHeld) {
 		return err
@@ -173,6 +164,6 @@ func (l *Leadership) Resign(ctx context.Context) error {
 		return err // ErrLockNotHeld: lost before
 	}
 	e := l.election
-	_ = electionResignedScript.Run(ctx, e.client.client, []string{e.channel}, strconv.FormatInt(l.Term(), 10), election.PublishFlag(e.sharded)).Err()
+	election.Resigned(ctx, electionResignedScript, e.client.client, e.channel, l.Term(), e.sharded)
 	return nil
 }

@@ -96,10 +96,7 @@ func (permitKind) ttlCall(h *handle) call {
 func (permitKind) releaseCall(h *handle) call {
 	c := call{op: opRelease, script: semReleaseScript, keys: h.keys, args: []any{h.tokenArg}, needs: semNeeds, units: 1}
 	if h.wait != nil {
-		q := h.wait.companions // the line and liveness set, checked to exist
-		if q == nil {
-			q, _ = handoff.Companions(h.keys[:1])
-		}
+		q, _ := handoff.ReleaseKeys(h.wait.companions, h.keys[:1]) // line, liveness set: checked to exist
 		c.keys = []string{h.keys[0], h.keys[1], q[1], q[2]}
 		c.args = append(c.args, argFenced) // "1": hand the slot over
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redislock/redislock/internal/replica"
 )
@@ -49,12 +48,8 @@ func confirmReplicas(ctx context.Context, lock *Lock, opt *Options, scriptKeys [
 	if want <= 0 {
 		return nil
 	}
-	timeout := opt.replicaTimeout()
-	if timeout <= 0 {
-		timeout = max(lock.lease.TTL()/10, time.Millisecond)
-	}
 	r := replica.Request{Client: lock.be.redis(), Key: lock.keys[0], Script: obtainScript, Keys: scriptKeys,
-		Args: args, Want: want, Timeout: timeout}
+		Args: args, Want: want, Timeout: replica.Timeout(opt.replicaTimeout(), lock.lease.TTL())}
 	got, err := replica.Confirm(ctx, r, func(reply int64) error {
 		if reply == obtainHeld || reply < 0 {
 			return ErrNotObtained // lost between the obtain and now

@@ -75,17 +75,15 @@ func startRetry(s RetryStrategy) RetryStrategy { return retry.Start(s) }
 // in this package's wrappers), if s has one.
 func planOf(s RetryStrategy) (retry.Plan, bool) { return retry.PlanOf(s) }
 
-// attemptFunc makes one attempt of a retried operation. It returns done when
-// there is nothing more to try (err is then the result); otherwise err is
-// the transient error that made it fail, or nil when the lock is held by
-// another.
-type attemptFunc func(ctx context.Context) (done bool, err error)
-
 // withRetry runs attempt until it is done, the strategy gives up, or the
 // context ends (see internal/retry's Run); without a deadline on ctx,
-// waiting ends at now+ttl. It returns the attempt's result, or the loop's
-// error as [loopErr] words it.
-func withRetry(ctx context.Context, ttl time.Duration, strategy RetryStrategy, attempt attemptFunc) error {
+// waiting ends at now+ttl. An attempt returns done when there is nothing
+// more to try (err is then the result); otherwise err is the transient
+// error that made it fail, or nil when the lock is held by another.
+// withRetry returns the attempt's result, or the loop's error as [loopErr]
+// words it.
+func withRetry(ctx context.Context, ttl time.Duration, strategy RetryStrategy,
+	attempt func(ctx context.Context) (done bool, err error)) error {
 	return retry.Run(ctx, ttl, strategy, script.Transient, attempt, loopErr)
 }
 

@@ -3,7 +3,6 @@ package redislock
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/redislock/redislock/internal/handoff"
@@ -124,12 +123,9 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	if err != nil {
 		return nil, err
 	}
-	if rw.name == "" {
-		return nil, fmt.Errorf("%w: empty RWMutex name", ErrInvalidKey)
-	}
 	fenceKey := opt.fenceKey()
-	if fenceKey != "" && slices.Contains(rw.keys[:], fenceKey) {
-		return nil, fmt.Errorf("%w: fence key %q is a key of the RWMutex", ErrInvalidKey, fenceKey)
+	if msg := rwlock.Check(rw.name, rw.keys[:], fenceKey); msg != "" {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidKey, msg)
 	}
 	if fenceKey != "" && rw.c.cluster {
 		if err := checkSlots(rw.keys[:1], fenceKey); err != nil {
@@ -158,11 +154,7 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 		keys, fenced = append(keys, fenceKey), argFenced
 	}
 	strategy := opt.retryStrategy()
-	// A polling waiter registers too, renewed by each attempt.
-	var reg any = int64(0)
-	if !retry.IsNone(strategy) {
-		reg = handoff.RegistrationArg
-	}
+	reg := rwlock.Registration(!retry.IsNone(strategy)) // a polling waiter too
 	h.argBuf = [8]any{h.tokenArg, h.metadata, ms, fenced, reg}
 	args := h.argBuf[:5]
 	err = rw.c.acquire(ctx, &acquisition{
@@ -173,10 +165,13 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 		failed: func(ctx context.Context, err error, waited bool) error {
 			h.setToken() // a waiter registered its token: take it back
 			if waited || reg != int64(0) {
-				rw.withdraw(ctx, h.token)
+				rwlock.Withdraw(ctx, rwWithdrawScript, rw.c.client, rw.keys[:], h.token) // best effort
 			}
-			if refused := rw.refusal(err, h.token); refused != nil {
-				return refused
+			switch r, msg := rwlock.Explain(err, h.token, rw.name); r {
+			case rwlock.Upgrade:
+				return fmt.Errorf("%w: %s", ErrUpgrade, msg)
+			case rwlock.HeldByCaller:
+				return fmt.Errorf("%w: %s", ErrInvalidToken, msg)
 			}
 			return err
 		},
@@ -185,26 +180,4 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 		return nil, err
 	}
 	return h, nil
-}
-
-// refusal translates an error reply of the RLock or Lock script that
-// refuses the call into [ErrUpgrade] or [ErrInvalidToken]; nil for any
-// other error.
-func (rw *RWMutex) refusal(err error, token string) error {
-	switch rwlock.Refused(err) {
-	case rwlock.Upgrade:
-		return fmt.Errorf("%w: token %q has a read hold of %q", ErrUpgrade, token, rw.name)
-	case rwlock.HeldByCaller:
-		return fmt.Errorf("%w: token %q holds the write lock of %q (downgrade it instead)", ErrInvalidToken, token, rw.name)
-	}
-	return nil
-}
-
-// withdraw takes back a waiter's registration after it gave up, and lets
-// in whoever it held up. Best effort: on failure the registration expires
-// by itself.
-func (rw *RWMutex) withdraw(ctx context.Context, token string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	_ = rwWithdrawScript.Run(ctx, rw.c.client, rw.keys[:], token).Err() // it expires anyway
 }

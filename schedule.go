@@ -42,10 +42,7 @@ func (c *Client) ObtainSlot(ctx context.Context, job string, period time.Duratio
 	}
 	now := time.Now()
 	key, end := SlotKey(job, period, now)
-	o := Options{}
-	if opt != nil {
-		o = *opt
-	}
+	o := opt.or()
 	// The key outlives the slot by a period (docs/scheduling.md, Clocks).
 	if o.MinHold >= 0 { // a negative one is Obtain's to refuse
 		o.MinHold = max(o.MinHold, end.Add(period).Sub(now))

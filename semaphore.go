@@ -3,7 +3,6 @@ package redislock
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redislock/redislock/internal/handoff"
@@ -55,11 +54,8 @@ func (s Semaphore) check(buf []string, fenceKey string) error {
 	if s.limit < 1 {
 		return fmt.Errorf("%w: %d (at least 1)", ErrInvalidLimit, s.limit)
 	}
-	if s.key == "" {
-		return fmt.Errorf("%w: the semaphore key is empty", ErrInvalidKey)
-	}
-	if s.permits == "" {
-		return fmt.Errorf("%w: semaphore key %q has a \"}\" but no hash tag: give it one, like \"{%s}\"", ErrInvalidKey, s.key, strings.ReplaceAll(s.key, "}", ""))
+	if msg := semaphore.CheckKey(s.key, s.permits); msg != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidKey, msg)
 	}
 	buf[0], buf[1] = s.key, s.permits
 	return checkKeys(buf[:2], fenceKey, s.c.cluster)
@@ -114,8 +110,8 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	}
 	if token := opt.token(); token == "" {
 		h.tokenArg = h.args.NewToken()
-	} else if strings.HasPrefix(token, semaphore.ReservationMark) {
-		return nil, fmt.Errorf("%w: a permit's token may not start with %q, which marks a slot reserved for a woken waiter", ErrInvalidToken, semaphore.ReservationMark)
+	} else if msg := semaphore.CheckToken(token); msg != "" {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidToken, msg)
 	} else {
 		h.token, h.tokenArg = token, token
 	}
@@ -173,13 +169,9 @@ func (s Semaphore) Holders(ctx context.Context) ([]PermitInfo, error) {
 	if err != nil {
 		return nil, typed(ctx, s.client, keys[:], semNeeds, err)
 	}
-	hs, ok := semaphore.ParseHolders(reply)
+	out, ok := semaphore.Holders[PermitInfo](reply)
 	if !ok {
 		return nil, fmt.Errorf("%w: holders of semaphore %q: %#v", ErrUnexpectedReply, s.key, reply)
-	}
-	out := make([]PermitInfo, len(hs))
-	for i, x := range hs {
-		out[i] = PermitInfo(x)
 	}
 	return out, nil
 }

@@ -2,12 +2,8 @@ package redislock
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/handoff"
 	"github.com/redislock/redislock/internal/retry"
 )
@@ -66,25 +62,12 @@ func WaitForRelease(fallback RetryStrategy) RetryStrategy {
 }
 
 // waitFailed is the error of a wait that ended with err (not nil), out
-// being what the wait obtained; keys name the wait in an
-// [ErrUnexpectedReply]. A lock obtained by a block that outlasted the
-// context (the caller has gone) is given back with release.
+// being what the wait obtained, in this package's words (see
+// handoff.Failed); keys name the wait in an [ErrUnexpectedReply]. A lock
+// obtained by a block that outlasted the context is given back with
+// release.
 func waitFailed(ctx context.Context, out handoff.Outcome, err error, keys []string, release func(context.Context)) error {
-	var ended *handoff.EndedError
-	switch {
-	case errors.As(err, &ended):
-		if out.Obtained {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-			defer cancel()
-			release(rctx)
-		}
-		return fmt.Errorf("%w: %w", ErrNotObtained, ended.Err)
-	case errors.Is(err, handoff.ErrGaveUp):
-		return ErrNotObtained
-	case errors.Is(err, handoff.ErrUnexpectedReply):
-		return fmt.Errorf("%w: wait of %q: %w", ErrUnexpectedReply, keys, err)
-	}
-	return err
+	return handoff.Failed(ctx, out, err, keys, ErrNotObtained, ErrUnexpectedReply, releaseTimeout, release)
 }
 
 // waited is the waiting strategy's state in a lease that a wait of
@@ -103,11 +86,9 @@ type waited struct {
 // their slot (the caller deletes instead). A lock whose wait asked again
 // at once, alone, also registers its next wait (release.lua's ARGV[3]).
 func (w *waited) releaseCall(h *handle) (c call, ok bool) {
-	keys, ok := w.companions, w.companions != nil
+	keys, ok := handoff.ReleaseKeys(w.companions, h.keys)
 	if !ok {
-		if keys, ok = handoff.Companions(h.keys); !ok {
-			return call{}, false
-		}
+		return call{}, false
 	}
 	c = call{op: opRelease, script: releaseScript, keys: keys, args: []any{h.tokenArg}, units: len(h.keys)}
 	if w.again && !w.ifAllowed && len(h.keys) == 1 && len(keys) == 3 {
@@ -126,27 +107,12 @@ func (w *waited) handedOver(h *handle, c call, sent time.Time) {
 }
 
 // deniedByACL reports whether err is the server refusing a key or a
-// command to the user: NOPERM, or the error a script gets for a command
-// it may not call (Redis 7: "… can't run this command …", Valkey 8: "… has
-// no permissions to run …").
-func deniedByACL(err error) bool {
-	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return false
-	}
-	msg := reply.Error()
-	return strings.Contains(msg, "NOPERM") || strings.Contains(msg, "can't run this command") || strings.Contains(msg, "no permissions")
-}
+// command to the user (handoff.DeniedByACL).
+func deniedByACL(err error) bool { return handoff.DeniedByACL(err) }
 
 // withdraw takes back the registration id that a release of key made for
 // the Client's next wait, which went to another key instead (see
-// handoff.Hint.Stale): otherwise a handover of key would reserve it for
-// its claim window with nobody to take it. Best effort: the registration
-// lapses a second after the release anyway.
+// handoff.Withdraw). Best effort.
 func (c *Client) withdraw(ctx context.Context, key, id string) {
-	keys, ok := handoff.Companions([]string{key})
-	if !ok {
-		return
-	}
-	_ = leaveScript.Run(ctx, c.client, keys, id).Err()
+	handoff.Withdraw(ctx, leaveScript, c.client, key, id)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/redisreply"
 )
 
@@ -15,17 +14,11 @@ import (
 // does not have ([ErrServerTooOld], needs naming the version); any other
 // error is returned as it is. See docs/errors.md.
 func typed(ctx context.Context, client RedisClient, keys []string, needs string, err error) error {
-	var reply redis.Error
-	if err == nil || !errors.As(err, &reply) || errors.Is(err, ErrWrongType) || errors.Is(err, ErrServerTooOld) {
+	if err == nil || errors.Is(err, ErrWrongType) || errors.Is(err, ErrServerTooOld) {
 		return err
 	}
-	switch redisreply.Classify(reply.Error(), needs != "") {
+	switch r, key, got, want := redisreply.Read(ctx, client, keys, needs != "", err); r {
 	case redisreply.WrongType:
-		p, ok := client.(interface{ Pipeline() redis.Pipeliner })
-		if !ok {
-			return &WrongTypeError{Err: err}
-		}
-		key, got, want := redisreply.WrongKey(ctx, p.Pipeline(), keys)
 		return &WrongTypeError{Key: key, Type: got, Want: want, Err: err}
 	case redisreply.TooOld:
 		return fmt.Errorf("%w: %s (%w)", ErrServerTooOld, needs, err)

@@ -6,6 +6,7 @@ package redisreply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -105,4 +106,21 @@ func holder(key, typ string) string {
 		return "hash (a semaphore's permits or an RWMutex's holds)"
 	}
 	return typ
+}
+
+// Read reads err, an error of one of this module's scripts on keys sent
+// through client: what it means, and, for WrongType, which key holds what
+// (WrongKey, when client has pipelines; all "" otherwise). needs says
+// whether the call names the server it needs. Other is returned for an
+// error that is not a server's.
+func Read(ctx context.Context, client any, keys []string, needs bool, err error) (r Refusal, key, got, want string) {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return Other, "", "", ""
+	}
+	r = Classify(reply.Error(), needs)
+	if p, ok := client.(interface{ Pipeline() redis.Pipeliner }); ok && r == WrongType {
+		key, got, want = WrongKey(ctx, p.Pipeline(), keys)
+	}
+	return r, key, got, want
 }

@@ -81,3 +81,12 @@ func Confirm(ctx context.Context, r Request, onReply func(reply int64) error) (i
 	}
 	return int(got), nil
 }
+
+// Timeout is the WAIT timeout of a lock whose lease is ttl: timeout, or a
+// tenth of ttl (at least 1 ms) when timeout is not above zero.
+func Timeout(timeout, ttl time.Duration) time.Duration {
+	if timeout > 0 {
+		return timeout
+	}
+	return max(ttl/10, time.Millisecond)
+}
