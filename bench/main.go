@@ -51,6 +51,7 @@ func main() {
 	flag.IntVar(&p.sessKeepAlive, "sessions-keepalive-max", 10000, "the most locks that workload 10 keeps alive with a KeepAlive each (rows above it are skipped)")
 	flag.IntVar(&p.sessUnmerged, "sessions-unmerged", 10000, "the number of locks at which workload 10 also runs a session that sends a refresh.lua call per lock (0: never)")
 	flag.BoolVar(&p.sessOnly, "sessions-only", false, "run workload 10 only and print its table")
+	flag.BoolVar(&p.microOnly, "micro-only", false, "run workloads 1–3 only and print their rows, one a line (scripts/sidebyside-micro.sh)")
 	flag.Parse()
 	if err := flag.Set("test.benchtime", p.benchtime.String()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -92,6 +93,8 @@ type program struct {
 	sessKeepAlive int
 	sessUnmerged  int
 	sessOnly      bool
+
+	microOnly bool // workloads 1–3 alone
 }
 
 // Run runs the workloads and writes the report; it returns the exit code.
@@ -186,6 +189,10 @@ func (p *program) run(ctx context.Context) error {
 	micro, err := (&microSuite{addr: addr, libs: libs, slice: p.slice, total: p.micro, totalParallel: p.microParallel, log: logf}).run(ctx)
 	if err != nil {
 		return err
+	}
+	if p.microOnly {
+		writeMicroLines(os.Stdout, micro)
+		return nil
 	}
 	logf("workload 4: hot key, %d rounds of %v per run", p.hotRounds, p.hotDuration)
 	hot, err := (&hotSuite{addr: addr, libs: fullLibraries(libs), hold: time.Millisecond, duration: p.hotDuration, rounds: p.hotRounds, log: logf}).run(ctx)

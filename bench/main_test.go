@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -365,5 +366,22 @@ func TestNativeSuite(t *testing.T) {
 		if r.Script.CommandTime <= 0 || r.Native.CommandTime <= 0 {
 			t.Errorf("%s: command times %v and %v, want both above 0", r.Op, r.Script.CommandTime, r.Native.CommandTime)
 		}
+	}
+}
+
+// TestMicroLines checks the lines -micro-only writes for
+// scripts/sidebyside-micro.sh: one a figure, a missing figure left out.
+func TestMicroLines(t *testing.T) {
+	rows := []microRow{
+		{Name: "a", Obtain1: &figure{NsPerOp: 1234.4, AllocsPerOp: 20.3, BytesPerOp: 700}, Refresh: &figure{NsPerOp: 10, AllocsPerOp: 9, BytesPerOp: 300}},
+		{Name: "b, fenced", ObtainN: &figure{NsPerOp: 5e4, AllocsPerOp: 21, BytesPerOp: 1400}},
+	}
+	var b strings.Builder
+	writeMicroLines(&b, rows)
+	want := "Obtain+Release, 1 goroutine\ta\t1234\t20.3\t700\n" +
+		"Refresh\ta\t10\t9.0\t300\n" +
+		fmt.Sprintf("Obtain+Release, %d goroutines\tb, fenced\t50000\t21.0\t1400\n", parallelGoroutines)
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -438,4 +439,21 @@ func (s *microSuite) run(ctx context.Context) ([]microRow, error) {
 		}
 	}
 	return rows, nil
+}
+
+// writeMicroLines writes each figure of workloads 1–3 as one line of
+// tab-separated fields (workload, row, ns/op, allocs/op, B/op), for
+// -micro-only: scripts/sidebyside-micro.sh puts runs of two builds side
+// by side from these lines.
+func writeMicroLines(w io.Writer, rows []microRow) {
+	for _, r := range rows {
+		for _, f := range []struct {
+			name string
+			fig  *figure
+		}{{"Obtain+Release, 1 goroutine", r.Obtain1}, {fmt.Sprintf("Obtain+Release, %d goroutines", parallelGoroutines), r.ObtainN}, {"failed Obtain", r.Failed}, {"Refresh", r.Refresh}} {
+			if f.fig != nil {
+				_, _ = fmt.Fprintf(w, "%s\t%s\t%.0f\t%.1f\t%.0f\n", f.name, r.Name, f.fig.NsPerOp, f.fig.AllocsPerOp, f.fig.BytesPerOp)
+			}
+		}
+	}
 }
