@@ -21,35 +21,11 @@ root=$(git rev-parse --show-toplevel)
 work=$(mktemp -d)
 port=${SIDEBYSIDE_PORT:-17391}
 out=${SIDEBYSIDE_OUT:-$work/rows.jsonl}
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-	rm -rf "$work/old" "$work"/*.bin
-}
+. "$root/scripts/sidebyside-lib.sh"
 trap cleanup EXIT INT TERM
-
-echo "building $old and the working tree ($(git -C "$root" rev-parse --short HEAD))" >&2
-mkdir "$work/old"
-git -C "$root" archive "$old" | tar -x -C "$work/old"
-cp "$root/bench/go.mod" "$work/old.mod"
-cp "$root/bench/go.sum" "$work/old.sum"
-(cd "$root/bench" && go mod edit -modfile="$work/old.mod" -replace "github.com/redislock/redislock=$work/old")
-(cd "$root/bench" && GOWORK=off go build -modfile="$work/old.mod" -o "$work/old.bin" ./sidebyside)
-(cd "$root/bench" && go build -o "$work/new.bin" ./sidebyside)
-
-if redis-cli -p "$port" ping >/dev/null 2>&1; then
-	echo "port $port is taken: set SIDEBYSIDE_PORT" >&2
-	exit 1
-fi
-taskset -c 1 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
-pid=$!
-i=0
-until redis-cli -p "$port" ping >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -lt 100 ] || { cat "$work/redis.log" >&2; exit 1; }
-	sleep 0.05
-done
-echo "$(redis-server --version | cut -d' ' -f1-3), pinned to CPU 1; programs on CPU 0; rows in $out" >&2
+build_old_new ./sidebyside
+start_redis
+echo "rows in $out" >&2
 
 run() { # label binary [flags]
 	label=$1 bin=$2
