@@ -26,7 +26,7 @@ type handle struct {
 	tokenArg any          // the token, boxed once for every script call
 	metadata string       // as obtained
 	fence    int64        // as obtained
-	hold     time.Time    // until when a release keeps the keys ([Options.MinHold]); zero: none
+	hold     *time.Time   // until when a release keeps the keys ([Options.MinHold]); nil: none
 	kept     atomic.Bool  // released before hold: the keys are left to expire, no longer its to refresh or release
 	obs      *observation // its hooks, nil without (observe.go)
 	wait     *waited      // how its release hands over; nil: it deletes (waitforrelease.go)
@@ -186,7 +186,10 @@ func (h *handle) releaseOnce(ctx context.Context) (held bool, handed int, err er
 	if !ok {
 		return false, 0, nil // released before MinHold already: the keys are no longer its
 	}
-	sent := time.Now()
+	var sent time.Time // read only for a release that can hand over (see waited.handedOver)
+	if h.wait != nil {
+		sent = time.Now()
+	}
 	r, err := h.be.run(ctx, h, c)
 	return h.releaseReply(ctx, c, sent, r, err)
 }
@@ -194,13 +197,15 @@ func (h *handle) releaseOnce(ctx context.Context) (held bool, handed int, err er
 // releasing returns the call that releases h now (ok false once kept): a
 // refresh to the rest of MinHold, which keeps the keys, or the kind's.
 func (h *handle) releasing() (c call, ok bool) {
-	switch left := time.Until(h.hold); {
-	case h.kept.Load():
+	if h.kept.Load() {
 		return call{}, false
-	case left > 0:
+	}
+	if h.hold != nil {
 		// Rounded up to a whole millisecond: rounded down, the keys
 		// could go up to 1 ms early.
-		return h.kind.refreshCall(h, int64((left+time.Millisecond-1)/time.Millisecond)), true
+		if left := time.Until(*h.hold); left > 0 {
+			return h.kind.refreshCall(h, int64((left+time.Millisecond-1)/time.Millisecond)), true
+		}
 	}
 	return h.kind.releaseCall(h), true
 }

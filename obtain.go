@@ -79,7 +79,8 @@ func (c *Client) acquire(ctx context.Context, a *acquisition) error {
 		err = a.confirm(ctx)
 	}
 	if err == nil && a.minHold > 0 {
-		h.hold = time.Now().Add(a.minHold)
+		hold := time.Now().Add(a.minHold)
+		h.hold = &hold
 	}
 	if err != nil && a.failed != nil {
 		err = a.failed(ctx, err, waiting)
@@ -97,10 +98,10 @@ func (c *Client) acquire(ctx context.Context, a *acquisition) error {
 // one plain when a.attempt is.
 func (c *Client) poll(ctx context.Context, a *acquisition) error {
 	h := a.h
-	l := retry.Begin(ctx, a.ttl, a.strategy, script.Transient)
+	sent := time.Now() // the call's start is its first attempt's send time
+	l := retry.Begin(ctx, sent, a.ttl, a.strategy, script.Transient)
 	defer l.Stop()
-	for call := a.attempt; ; call.plain = false {
-		sent := time.Now()
+	for call := a.attempt; ; call.plain, sent = false, time.Now() {
 		reply, err := h.be.run(l.Context(), h, call)
 		obtained, final := err == nil && reply >= 0, error(nil)
 		if err == nil && a.held != nil {

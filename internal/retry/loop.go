@@ -21,7 +21,7 @@ func (e *EndedError) Unwrap() error { return e.Err }
 
 // Loop is the retries of one call, driven by the caller's own loop:
 //
-//	l := retry.Start(ctx, ttl, strategy, transient)
+//	l := retry.Begin(ctx, time.Now(), ttl, strategy, transient)
 //	defer l.Stop()
 //	for {
 //		done, err := attempt(l.Context())
@@ -47,11 +47,11 @@ type Loop struct {
 	err       error
 }
 
-// Begin returns the loop of one call that retries as strategy says (its
-// own copy of it, made on the first retry); transient says which errors
-// are worth another attempt.
-func Begin(ctx context.Context, ttl time.Duration, strategy Strategy, transient func(error) bool) Loop {
-	return Loop{ctx: ctx, start: time.Now(), ttl: ttl, strategy: strategy, transient: transient}
+// Begin returns the loop of one call that began at start and retries as
+// strategy says (its own copy of it, made on the first retry); transient
+// says which errors are worth another attempt.
+func Begin(ctx context.Context, start time.Time, ttl time.Duration, strategy Strategy, transient func(error) bool) Loop {
+	return Loop{ctx: ctx, start: start, ttl: ttl, strategy: strategy, transient: transient}
 }
 
 // Context returns the context the next attempt runs under: the call's,

@@ -13,7 +13,7 @@ import (
 // ended applied to the loop's error.
 func Run(ctx context.Context, ttl time.Duration, strategy Strategy, transient func(error) bool,
 	attempt func(context.Context) (bool, error), ended func(error) error) error {
-	l := Begin(ctx, ttl, strategy, transient)
+	l := Begin(ctx, time.Now(), ttl, strategy, transient)
 	defer l.Stop()
 	for {
 		done, err := attempt(l.Context())

@@ -43,22 +43,22 @@ func (a *Arg) String() string { return string(a.b) }
 // builds: a failed obtain, whose handle is reused, then boxes no argument
 // of its own. The zero value holds none.
 type Args struct {
-	token, ttl, value, fence, owner, rest Arg
-	tokenBuf                              [TokenLen]byte
-	ttlBuf                                [20]byte           // an int64 in decimal
-	valueBuf                              [40]byte           // Value's or Rest's (an obtain uses one), short metadata inline
-	fenceBuf                              [8]byte            // the fence counter's tag
-	ownerBuf                              [TokenLen + 4]byte // "22:<token>:"
+	token, ttl, value, fence, owner Arg
+	ttlBuf                          [20]byte           // an int64 in decimal
+	valueBuf                        [40]byte           // Value's or Rest's (an obtain uses one), short metadata inline
+	fenceBuf                        [8]byte            // the fence counter's tag
+	ownerBuf                        [TokenLen + 4]byte // "22:<token>:", which holds the token
 }
 
 // NewToken generates a token into a's storage and returns it as an
 // argument.
 func (a *Args) NewToken() *Arg {
-	fillToken(&a.tokenBuf)
-	a.token.b = a.tokenBuf[:]
 	b := strconv.AppendInt(a.ownerBuf[:0], TokenLen, 10)
+	n := len(b) + 1
 	b = append(b, ':')
-	b = append(b, a.tokenBuf[:]...)
+	b = b[:n+TokenLen]
+	fillToken((*[TokenLen]byte)(b[n:]))
+	a.token.b = b[n : n+TokenLen : n+TokenLen]
 	a.owner.b = append(b, ':')
 	return &a.token
 }
@@ -80,8 +80,8 @@ func (a *Args) Rest(metadata string, fenced bool) *Arg {
 	if fenced {
 		b = append(append(b, '/'), a.fence.b...)
 	}
-	a.rest.b = append(append(b, ':'), metadata...)
-	return &a.rest
+	a.value.b = append(append(b, ':'), metadata...)
+	return &a.value
 }
 
 // Token returns the token NewToken generated, as a string ("" for none).
@@ -118,7 +118,7 @@ func (a *Args) FenceTag() string { return string(a.fence.b) }
 func (a *Args) Value(metadata string) *Arg {
 	b := strconv.AppendInt(a.valueBuf[:0], TokenLen, 10)
 	b = append(b, ':')
-	b = append(b, a.tokenBuf[:]...)
+	b = append(b, a.token.b...)
 	b = append(b, ":0:"...)
 	a.value.b = append(b, metadata...)
 	return &a.value
