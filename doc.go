@@ -31,8 +31,8 @@
 //
 //   - Each attempt of [Client.Obtain], [Client.ObtainMulti] and
 //     [Lock.Refresh], and each [Lock.Release] and [Lock.TTL], is atomic on
-//     the server and sent from the caller's goroutine (see [New]);
-//     ObtainMulti takes every key or none.
+//     the server and sent from the caller's goroutine; ObtainMulti takes
+//     every key or none.
 //   - Ownership is the exact token: only the holder's token refreshes or
 //     releases a lock, also through a handle from [Client.Attach].
 //   - A held lock is waited for only as [Options.RetryStrategy] says, until
@@ -41,12 +41,10 @@
 //     the context's error.
 //   - Bad input (a TTL under 1 ms, empty or repeated keys, keys of several
 //     Cluster slots) gets a typed error before anything is sent.
-//   - Every key the package writes expires by itself, except fence
-//     counters.
-//   - Goroutines run only behind an explicit call and are owned by its
-//     handle: [Lock.KeepAlive]'s loop and the refresh it has in flight,
-//     stopped and waited for by [KeepAlive.Stop] and [Lock.Release].
-//     [WaitForRelease] blocks on Redis from the caller's goroutine.
+//   - Every key the package writes expires by itself, except fence counters.
+//   - Goroutines run only behind an explicit call (such as [Lock.KeepAlive]),
+//     owned by the handle it returns, which stops them ([KeepAlive.Stop],
+//     [Lock.Release]). [WaitForRelease] waits in the caller's goroutine.
 //   - With [Options.FenceKey], each new acquisition's [Lock.FenceToken] is
 //     greater than every token issued before for that key, even after the
 //     counter is lost (a restart without persistence, a failover), as long
@@ -67,11 +65,9 @@
 //
 // # Waiting
 //
-// [NoRetry] (the default) tries once. [LinearBackoff],
-// [ExponentialBackoff] and [LimitRetry] poll, with [Jitter], [FullJitter]
-// or [DecorrelatedJitter] to spread the retries. [WaitForRelease] waits in
-// line on Redis for the release, which hands the lock to the first in line;
-// where the client cannot block, it polls with its fallback strategy.
+// [NoRetry], the default, tries once; the other strategies poll, except
+// [WaitForRelease]: waiters stand in line on Redis, and the release hands
+// the lock to the first.
 //
 // # Beyond the mutex
 //
@@ -91,11 +87,10 @@
 //
 // # Further reading
 //
-// The mechanism, the measurements and the design choices are in the
-// repository's docs directory (https://github.com/redislock/redislock/tree/main/docs):
-// keepalive.md, waiting.md, fencing.md, failover.md (topologies, failover,
-// MinReplicas), safety.md (what the fault-injection tests found),
-// errors.md, acl-tls.md, benchmarks.md, cli.md, semaphore.md, rwmutex.md,
-// election.md, observability.md, scheduling.md, sessions.md, quorum.md,
+// Mechanism, measurements and design choices are in the repository's docs
+// directory (https://github.com/redislock/redislock/tree/main/docs):
+// keepalive.md, waiting.md, fencing.md, failover.md, safety.md, errors.md,
+// acl-tls.md, benchmarks.md, cli.md, semaphore.md, rwmutex.md, election.md,
+// observability.md, scheduling.md, sessions.md, quorum.md,
 // migrating-from-bsm.md, and ARCHITECTURE.md for where the code lives.
 package redislock

@@ -7,10 +7,8 @@ import (
 
 // Lock is a lock obtained by [Client.Obtain] or [Client.ObtainMulti], or a
 // handle on one from [Client.Attach]. Its accessors read what was set when
-// it was obtained, each method sends one command or script per attempt
-// (see [New] for the native commands), and its lease guards itself, so a
-// Lock is safe for concurrent use. Every method accepts a nil *Lock: it
-// returns a zero value or an error, never panics.
+// it was obtained. A Lock is safe for concurrent use. Every method accepts
+// a nil *Lock: it returns a zero value or an error, never panics.
 type Lock handle
 
 func (l *Lock) held() *handle { return (*handle)(l) }
@@ -33,77 +31,60 @@ func (l *Lock) Token() string { return (*handle)(l).tok() }
 // Metadata returns the metadata stored with the lock ("" for a nil Lock).
 func (l *Lock) Metadata() string { return (*handle)(l).meta() }
 
-// FenceToken returns the fencing token of this acquisition: a number that is
-// greater than every token issued before for the same [Options.FenceKey],
-// for the protected resource to refuse older writes (docs/fencing.md). It
-// is 0 when the lock was obtained without a FenceKey (and for a nil Lock).
+// FenceToken returns the fencing token of this acquisition, greater than
+// every token issued before for its [Options.FenceKey] (docs/fencing.md);
+// 0 when the lock was obtained without a FenceKey, and for a nil Lock.
 func (l *Lock) FenceToken() int64 { return (*handle)(l).fenceToken() }
 
 // TTL returns the time left before the lock expires: the least among its
-// keys, in whole milliseconds. It returns (0, nil) when the lock is no
-// longer held (expired, or some key taken by another) and when some key
-// has under a millisecond left, which is as good as lost. Keys without an
-// expiry (someone ran PERSIST) do not count; a lock none of whose keys has
-// one gives 0 too, as with bsm/redislock. It makes one attempt, blocking
-// for one round trip; the Redis error is returned as it is, and a reply
-// that the script never gives as [ErrUnexpectedReply]. A nil Lock returns
-// [ErrLockNotHeld].
+// keys, in whole milliseconds, not counting keys without an expiry (after
+// a PERSIST). It returns (0, nil) when the lock is no longer held (expired,
+// or some key taken by another), when some key has under a millisecond
+// left, and, as bsm/redislock does, when no key has an expiry. It makes one
+// attempt; a Redis error is returned as it is, and an unexpected reply as
+// [ErrUnexpectedReply]. A nil Lock returns [ErrLockNotHeld].
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return (*handle)(l).ttl(ctx) }
 
 // Refresh extends the lock to expire ttl from now, when every key of it is
 // still held with its token; otherwise it changes nothing and returns
 // [ErrNotObtained] at once (a lost lock is not retried). Transient Redis
-// errors are retried according to opt.RetryStrategy (default [NoRetry]),
-// until the context's deadline or, without one, ttl after the call began;
-// when the context ends first the error matches both [ErrNotObtained] and
-// ctx.Err(). A ttl below one millisecond returns [ErrInvalidTTL] before
-// anything is sent. Only opt.RetryStrategy is used. Each attempt is one
-// round trip (two or three when a native compare finds a value it did not
-// expect, see [New]). A successful Refresh renews the lease that
-// [Lock.KeepAlive] starts from (and that a running keep-alive follows);
-// one that returns ErrNotObtained marks the lock lost: a running
-// keep-alive ends with [ErrLockLost], and KeepAlive refuses to start.
+// errors are retried according to opt.RetryStrategy (default [NoRetry]; the
+// other fields of opt are ignored), until the context's deadline or,
+// without one, ttl after the call began; when the context ends first the
+// error matches both [ErrNotObtained] and ctx.Err(). A ttl below one
+// millisecond returns [ErrInvalidTTL] before anything is sent. A successful
+// Refresh renews the lease a keep-alive starts from or follows; one that
+// returns ErrNotObtained marks the lock lost: a running keep-alive ends
+// with [ErrLockLost], and [Lock.KeepAlive] refuses to start.
 func (l *Lock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
 	return (*handle)(l).refresh(ctx, ttl, opt)
 }
 
-// Release deletes every key of the lock that is still held with its token,
-// in one script or native command (see [New]). It returns [ErrLockNotHeld]
-// when some key had expired or been taken by another: the keys that were
-// still ours are deleted all the same, and the others are left to their
-// holders. A lock obtained with [WaitForRelease], or attached, hands each
-// key that has a waiter over to the one that has waited longest instead
-// of deleting it, in the same script.
+// Release deletes every key of the lock that is still held with its token.
+// It returns [ErrLockNotHeld] when some key had expired or been taken by
+// another: the keys that were still ours are deleted all the same, and the
+// others are left to their holders. A lock obtained with [WaitForRelease],
+// or attached, hands each key that has a waiter over to the one that has
+// waited longest instead of deleting it.
 //
-// It first stops the lock's keep-alive ([Lock.KeepAlive]), if any, and
-// waits for its goroutine to exit, 100 ms at most (see [KeepAlive.Stop]),
-// so that no refresh starts after the release; the keep-alive's Err is
-// then [ErrKeepAliveStopped], unless it had lost the lock before. After
-// Release the Lock cannot be kept alive again.
+// It first stops the lock's keep-alive, if any, as [KeepAlive.Stop] does
+// (blocking 100 ms at most), so that no refresh starts after the release.
+// After Release the Lock cannot be kept alive again.
 //
 // When ctx has already ended (a deferred Release in a cancelled request),
 // Release still runs, with ctx's values but without its cancellation,
 // bounded by a timeout of its own of 5 seconds. It makes one attempt; a
 // Redis error is returned as it is, and the keys then expire by their TTL.
-// go-redis itself resends a command whose connection failed before its
-// reply came (redis.Options.MaxRetries): a Release whose first run deleted
-// the keys but whose reply was lost then returns [ErrLockNotHeld]. Either
-// way the lock is no longer held.
+// Resent by go-redis after a lost reply, it may return [ErrLockNotHeld]
+// though it deleted the keys (docs/failover.md). Either way the lock is no
+// longer held.
 func (l *Lock) Release(ctx context.Context) error { return (*handle)(l).release(ctx) }
 
-// KeepAlive starts refreshing the lock to ttl in the background, so that
-// it stays held while the work it protects runs: see [KeepAlive] for what
-// the returned handle does and when it ends. It sends nothing and does not
-// wait for Redis (but see ErrKeepAliveRunning below for the one case where
-// it waits). The first refresh is due Interval after the obtain (or the
-// last successful [Lock.Refresh]) was sent, sooner if that lease was
-// shorter than ttl. Stop it with [KeepAlive.Stop], or with [Lock.Release],
-// which stops it first.
-//
-// Refreshes are those of [Lock.Refresh]. Other Refresh calls on the Lock
-// meanwhile are harmless: the keep-alive follows the lease they set
-// (after one with a shorter ttl it refreshes sooner, to lengthen the lease
-// again), and one that finds the lock lost ends it at once.
+// KeepAlive starts refreshing the lock to ttl in the background, as
+// [Lock.Refresh] does, while the work it protects runs; see [KeepAlive] for
+// what the handle does and when it ends. It sends nothing and blocks only
+// as said under ErrKeepAliveRunning below. Refresh calls on the Lock
+// meanwhile are harmless: the keep-alive follows the lease they set.
 //
 // Errors, with nothing started:
 //   - [ErrInvalidTTL]: ttl below one millisecond.
@@ -111,26 +92,19 @@ func (l *Lock) Release(ctx context.Context) error { return (*handle)(l).release(
 //     Interval not below ttl-Margin.
 //   - [ErrNilClient]: the Lock has no Redis client.
 //   - [ErrLockNotHeld]: a nil or released Lock, or one whose lease is not
-//     known to be valid now: one from [Client.Attach] that was not
-//     refreshed since, or whose lease has already run out on the local
-//     clock. A successful [Lock.Refresh] makes its lease known again.
-//   - an error matching [ErrLockLost] and [ErrNotObtained]: the lock is
-//     known to be lost, since the last refresh (a [Lock.Refresh] or a
-//     keep-alive's) found a key gone or held by another token.
+//     known valid now (from [Client.Attach] and not refreshed since, or run
+//     out on the local clock) until a successful [Lock.Refresh].
+//   - an error matching [ErrLockLost] and [ErrNotObtained]: the last
+//     refresh (a [Lock.Refresh] or a keep-alive's) found a key gone or held
+//     by another token.
 //   - [ErrKeepAliveRunning]: another keep-alive of the Lock is running. One
-//     that has ended (lost or stopped) is replaced; if its goroutine is
-//     still finishing, KeepAlive waits for it first, 100 ms at most (see
-//     [KeepAlive.Stop]), so that at most one keep-alive goroutine runs per
-//     Lock.
-//
-// It is safe for concurrent use.
+//     that has ended (lost or stopped) is replaced, after waiting for its
+//     goroutine to exit, 100 ms at most as in [KeepAlive.Stop].
 func (l *Lock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
 	return (*handle)(l).keepAlive(ttl, opt)
 }
 
-// lockKind is the kind of a Lock (and of a Leadership's lock): keys that
-// hold a lock's value, refreshed by refresh.lua and released by
-// delete.lua, or release.lua when it hands over.
+// lockKind is the kind of a Lock (and of a Leadership's lock).
 type lockKind struct{}
 
 func (lockKind) public(h *handle) Handle { return (*Lock)(h) }
@@ -144,8 +118,7 @@ func (lockKind) ttlCall(h *handle) call {
 }
 
 // releaseCall hands the keys over to their waiters when the lock was
-// obtained with WaitForRelease, or attached (waitforrelease.go), and
-// deletes them otherwise.
+// obtained with WaitForRelease, or attached, and deletes them otherwise.
 func (lockKind) releaseCall(h *handle) call {
 	if h.wait != nil {
 		if c, ok := h.wait.releaseCall(h); ok {
@@ -159,9 +132,8 @@ func (lockKind) releaseCall(h *handle) call {
 	return deleteCall(h)
 }
 
-// deleteCall deletes the keys of h that are still its own: delete.lua, or
-// for one key with a generated token its lean form, which takes the
-// owner prefix (or, where the server has it, a native compare).
+// deleteCall deletes the keys of h that are still its own; one key with a
+// generated token runs delete_one.lua, which compares only the owner prefix.
 func deleteCall(h *handle) call {
 	if owner := h.args.Owner(); owner != nil && len(h.keys) == 1 {
 		return call{op: opRelease, script: deleteOne, keys: h.keys, args: []any{owner}, compare: true, units: 1}

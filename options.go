@@ -8,13 +8,11 @@ import (
 )
 
 // Options tunes one [Client.Obtain], [Client.ObtainMulti] or [Lock.Refresh]
-// call. A nil *Options means all defaults. The library never modifies an
-// Options value and keeps no per-call state in it, so one value may be
-// shared by any number of concurrent calls.
+// call; nil means all defaults. The library never modifies an Options value
+// nor keeps per-call state in it, so one may be shared by concurrent calls.
 type Options struct {
 	// RetryStrategy decides whether and when a held lock (or, for Refresh, a
-	// transient Redis error) is tried again. Each call starts its own copy
-	// of the strategies of this package.
+	// transient Redis error) is tried again; see [RetryStrategy].
 	// Default: [NoRetry].
 	RetryStrategy RetryStrategy
 
@@ -39,33 +37,28 @@ type Options struct {
 
 	// MinReplicas, when above zero, makes Obtain and ObtainMulti confirm
 	// the lock, with the same token and fence token, on at least this many
-	// replicas before returning it (two more round trips and a WAIT; see
-	// docs/failover.md). When fewer acknowledge within ReplicaTimeout, the
-	// lock is released and the call fails with a [*ReplicaError]
-	// ([ErrNotReplicated]). It needs a *redis.Client (single node or
-	// Sentinel failover client) or a *redis.ClusterClient; with any other
-	// client the call fails with [ErrUnsupportedClient] before sending
-	// anything, and a negative value fails with [ErrInvalidOption]. Refresh
-	// ignores it.
+	// replicas before returning it (docs/failover.md). When fewer
+	// acknowledge within ReplicaTimeout, the lock is released and the call
+	// fails with a [*ReplicaError] ([ErrNotReplicated]). It needs a
+	// *redis.Client (single node or Sentinel failover client) or a
+	// *redis.ClusterClient, else the call fails with [ErrUnsupportedClient];
+	// a negative value fails with [ErrInvalidOption]. Refresh ignores it.
 	// Default: 0, no confirmation: replication is asynchronous.
 	MinReplicas int
 
 	// ReplicaTimeout bounds the wait for MinReplicas replicas, whatever the
-	// client's ReadTimeout. A negative value fails with [ErrInvalidOption]
-	// before anything is sent.
+	// client's ReadTimeout; a negative value fails with [ErrInvalidOption].
 	// Default: a tenth of the TTL, at least 1 ms.
 	ReplicaTimeout time.Duration
 
 	// MinHold keeps a lock or permit held for at least this long after the
-	// obtain returned, however early it is released: a [Lock.Release] (or
-	// [Permit.Release]) before then leaves its keys to expire by themselves
-	// at that time instead of deleting them; waiters see it held until then,
-	// and nothing is handed over before. The Lock (or Permit) is released
-	// all the same: a Refresh then returns [ErrNotObtained] and another
-	// Release [ErrLockNotHeld], sending nothing. Fence tokens are unchanged;
-	// see docs/scheduling.md. A negative value fails with [ErrInvalidOption]
-	// before anything is sent, and so does a MinHold on an RWMutex's holds
-	// or an election, which do not support it.
+	// obtain returned: a [Lock.Release] (or [Permit.Release]) before then
+	// leaves its keys to expire by themselves at that time, held for
+	// waiters, instead of deleting or handing them over. The Lock (or
+	// Permit) is released all the same: a Refresh then returns
+	// [ErrNotObtained] and another Release [ErrLockNotHeld], sending nothing.
+	// Fence tokens are unchanged (docs/scheduling.md). A negative value, or
+	// any on an RWMutex's holds, fails with [ErrInvalidOption].
 	// Default: 0, a release deletes at once.
 	MinHold time.Duration
 }
