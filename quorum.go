@@ -10,22 +10,20 @@ import (
 	"github.com/redislock/redislock/internal/quorum"
 )
 
-// Quorum obtains locks held on a majority of N independent Redis or Valkey
-// masters (N odd, at least 3; no replication between them): a lock is
-// held while a majority hold its keys, so a minority of masters may fail,
-// restart or be cut off. Its locks are [*Lock]s with their whole method
-// set: Refresh, Release and TTL run on every master at once and count the
-// majority, [Lock.KeepAlive] signals the loss when the majority goes, and
-// with [Options.FenceKey] each acquisition's [Lock.FenceToken] is greater
-// than every token issued before it, whichever majority each acquisition
-// won, with masters restarting (docs/quorum.md says what that assumes).
-// Make one with [NewQuorum]; it is safe for concurrent use.
+// Quorum obtains locks on N independent Redis or Valkey masters (N odd, at
+// least 3; no replication between them), held while a majority hold their
+// keys, so a minority of masters may fail, restart or be cut off. Its
+// locks are [*Lock]s with their whole method set, each counting the
+// majority: [Lock.KeepAlive] signals the loss when the majority goes, and
+// with [Options.FenceKey] each [Lock.FenceToken] is greater than every
+// token issued before it, whichever majority won, with masters restarting
+// (docs/quorum.md says what that assumes). Make one with [NewQuorum]; it
+// is safe for concurrent use.
 type Quorum struct {
 	c *Client
 }
 
-// QuorumOptions tunes [NewQuorum]. A nil *QuorumOptions means all
-// defaults.
+// QuorumOptions tunes [NewQuorum]; a nil *QuorumOptions means all defaults.
 type QuorumOptions struct {
 	// MaxTTL is the longest TTL a lock of the quorum may have; an obtain
 	// with a longer one fails with [ErrInvalidTTL]. A master that lost its
@@ -34,9 +32,6 @@ type QuorumOptions struct {
 	// Default: 1 minute.
 	MaxTTL time.Duration
 }
-
-// defaultMaxTTL is QuorumOptions.MaxTTL's default.
-const defaultMaxTTL = time.Minute
 
 // NewQuorum returns a Quorum over the masters behind clients, one go-redis
 // client each (a *redis.Client of a standalone master). It sends nothing.
@@ -51,7 +46,7 @@ func NewQuorum(clients []RedisClient, opt *QuorumOptions) (*Quorum, error) {
 		}
 		nodes[i] = c
 	}
-	maxTTL := defaultMaxTTL
+	maxTTL := time.Minute // QuorumOptions.MaxTTL's default
 	if opt != nil && opt.MaxTTL != 0 {
 		maxTTL = opt.MaxTTL
 	}
@@ -62,20 +57,19 @@ func NewQuorum(clients []RedisClient, opt *QuorumOptions) (*Quorum, error) {
 	return &Quorum{c: &Client{registry: handoff.Default, quorum: e}}, nil
 }
 
-// Obtain takes the lock on key on a majority of the masters; it is
-// ObtainMulti with one key.
+// Obtain is [Quorum.ObtainMulti] with one key.
 func (q *Quorum) Obtain(ctx context.Context, key string, ttl time.Duration, opt *Options) (*Lock, error) {
 	return q.ObtainMulti(ctx, []string{key}, ttl, opt)
 }
 
 // ObtainMulti takes the lock on every key, or on none, on a majority of
 // the masters, for ttl (at most [QuorumOptions.MaxTTL]), as
-// [Client.ObtainMulti] does on one, with these differences (how an
-// attempt runs is docs/quorum.md). A failed attempt leaves nothing held.
-// [WaitForRelease] polls, with its fallback. An obtain with the token of a lock the caller still holds is
-// not re-entrant: it is not obtained. [Options.MinReplicas] fails with
-// [ErrInvalidOption]. A master that does not answer delays each call until
-// the client's timeouts end it (ReadTimeout, or the context's deadline with
+// [Client.ObtainMulti] does on one, with these differences. A failed
+// attempt leaves nothing held. [WaitForRelease] polls, with its fallback.
+// An obtain with the token of a lock still held is not re-entrant: it is
+// not obtained. [Options.MinReplicas] fails with [ErrInvalidOption]. A
+// master that does not answer delays each call until the client's
+// timeouts end it (ReadTimeout, or the context's deadline with
 // ContextTimeoutEnabled). A lock held by others on too many masters is
 // [ErrNotObtained] alone; when failed masters could have made the
 // difference, the error also wraps their errors (a *net.OpError, a
@@ -105,9 +99,8 @@ type quorumLease struct {
 func (q *quorumLease) redis() RedisClient { return nil }
 
 // run sends c to every master through the engine and gives the reply the
-// single backend's scripts would: an obtain's fence token (obtainHeld when
-// a majority was not had), 1 for a refresh held on a majority, the units
-// of a release done on a majority, the majority's TTL.
+// single backend's scripts would (docs/quorum.md, "The engine, for the
+// root package").
 func (q *quorumLease) run(ctx context.Context, h *handle, c call) (int64, error) {
 	token := h.token
 	if token == "" {

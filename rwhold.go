@@ -10,17 +10,12 @@ import (
 )
 
 // ReadLock is a read hold of an [RWMutex], from [RWMutex.RLock] or
-// [WriteLock.Downgrade]. It behaves as a [Lock]: its accessors read what
-// was set when it was taken, each method runs one script, its lease
-// guards itself, so it is safe for concurrent use, and every method
-// accepts a nil *ReadLock.
+// [WriteLock.Downgrade]: a lease like a [Lock], whose methods it has. It is
+// safe for concurrent use, and every method accepts a nil *ReadLock.
 type ReadLock handle
 
-// WriteLock is the write lock of an [RWMutex], from [RWMutex.Lock]. It
-// behaves as a [Lock] (the writer key holds a lock's value): its
-// accessors read what was set when it was taken, each method runs one
-// script, its lease guards itself, so it is safe for concurrent use, and
-// every method accepts a nil *WriteLock.
+// WriteLock is the write lock of an [RWMutex], from [RWMutex.Lock]: a lease
+// like a [Lock], safe for concurrent use and nil-safe, as a [ReadLock] is.
 type WriteLock handle
 
 func (r *ReadLock) held() *handle  { return (*handle)(r) }
@@ -34,51 +29,37 @@ func (r *ReadLock) RWMutex() *RWMutex {
 	return (*RWMutex)(r.kind.(*readKind))
 }
 
-// Token returns the token that identifies this hold ("" for a nil
-// ReadLock).
+// Token returns the hold's token ("" for a nil ReadLock).
 func (r *ReadLock) Token() string { return (*handle)(r).tok() }
 
-// Metadata returns the metadata stored with the hold ("" for a nil
-// ReadLock).
+// Metadata returns the hold's metadata ("" for a nil ReadLock).
 func (r *ReadLock) Metadata() string { return (*handle)(r).meta() }
 
 // FenceToken returns the fence token of the last write lock taken with the
 // same [Options.FenceKey] before this hold (the write's own token after a
-// [WriteLock.Downgrade]); 0 without a FenceKey, and for a nil ReadLock. A
-// resource that has seen a write with a greater token should refuse what
-// this reader read before it: see docs/rwmutex.md.
+// [WriteLock.Downgrade]); 0 without a FenceKey, and for a nil ReadLock.
 func (r *ReadLock) FenceToken() int64 { return (*handle)(r).fenceToken() }
 
-// TTL returns the time the hold has left, in whole milliseconds, or
-// (0, nil) when it is no longer held. It makes one attempt, blocking for
-// one round trip; a Redis error is returned as it is. A nil ReadLock
-// returns [ErrLockNotHeld].
+// TTL returns the time the hold has left, or (0, nil) when it is no
+// longer held, as [Lock.TTL] does, with its errors.
 func (r *ReadLock) TTL(ctx context.Context) (time.Duration, error) { return (*handle)(r).ttl(ctx) }
 
-// Refresh extends the hold to expire ttl from now, when it is still held;
-// otherwise it changes nothing and returns [ErrNotObtained] at once (an
-// expired hold is not retried). Transient Redis errors are retried
-// according to opt.RetryStrategy (default [NoRetry]), as for
-// [Lock.Refresh], whose other errors and effect on a keep-alive it shares.
+// Refresh extends the hold to expire ttl from now, as [Lock.Refresh] does
+// a lock, with its retries, errors and effect on a keep-alive.
 func (r *ReadLock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
 	return (*handle)(r).refresh(ctx, ttl, opt)
 }
 
-// Release ends the hold. It returns [ErrLockNotHeld] when it had already
-// expired. It first stops the hold's keep-alive, if any, and, when ctx has
-// already ended, still runs with a timeout of its own, as [Lock.Release]
-// does. A Redis error is returned as it is; the hold then expires at its
-// TTL. A nil ReadLock returns ErrLockNotHeld.
+// Release ends the hold. It returns [ErrLockNotHeld] when the hold had
+// expired or was released before; the rest is as for [Lock.Release].
 func (r *ReadLock) Release(ctx context.Context) error { return (*handle)(r).release(ctx) }
 
-// KeepAlive keeps the hold alive in the background, refreshing it to ttl,
-// exactly as [Lock.KeepAlive] does a lock, with the same errors.
+// KeepAlive is [Lock.KeepAlive] for the hold, with the same errors.
 func (r *ReadLock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
 	return (*handle)(r).keepAlive(ttl, opt)
 }
 
-// RWMutex returns the lock this is the write lock of (nil for a nil
-// WriteLock).
+// RWMutex returns the RWMutex it is the write lock of (nil for a nil one).
 func (w *WriteLock) RWMutex() *RWMutex {
 	if w == nil {
 		return nil
@@ -86,57 +67,45 @@ func (w *WriteLock) RWMutex() *RWMutex {
 	return (*RWMutex)(w.kind.(*writeKind))
 }
 
-// Token returns the token that identifies this holder ("" for a nil
-// WriteLock).
+// Token returns the write lock's token ("" for a nil WriteLock).
 func (w *WriteLock) Token() string { return (*handle)(w).tok() }
 
-// Metadata returns the metadata stored with the lock ("" for a nil
-// WriteLock).
+// Metadata returns the write lock's metadata ("" for a nil WriteLock).
 func (w *WriteLock) Metadata() string { return (*handle)(w).meta() }
 
-// FenceToken returns the fencing token of this write acquisition: greater
-// than every token issued before from the same [Options.FenceKey]. Pass it
-// to the protected resource with each write. It is 0 without a FenceKey
-// (and for a nil WriteLock).
+// FenceToken returns the fencing token of this write acquisition, as
+// [Lock.FenceToken] does: 0 without a FenceKey (and for a nil WriteLock).
 func (w *WriteLock) FenceToken() int64 { return (*handle)(w).fenceToken() }
 
-// TTL returns the time the write lock has left, in whole milliseconds, or
-// (0, nil) when it is no longer held; as [Lock.TTL]. A nil WriteLock
-// returns [ErrLockNotHeld].
+// TTL returns the time the write lock has left, or (0, nil) when it is no
+// longer held, as [Lock.TTL] does, with its errors.
 func (w *WriteLock) TTL(ctx context.Context) (time.Duration, error) { return (*handle)(w).ttl(ctx) }
 
-// Refresh extends the write lock to expire ttl from now, when it is still
-// held; otherwise it changes nothing and returns [ErrNotObtained] at once.
-// Errors, retries and the effect on a keep-alive are those of
-// [Lock.Refresh].
+// Refresh extends the write lock to expire ttl from now, as [Lock.Refresh]
+// does a lock, with its retries, errors and effect on a keep-alive.
 func (w *WriteLock) Refresh(ctx context.Context, ttl time.Duration, opt *Options) error {
 	return (*handle)(w).refresh(ctx, ttl, opt)
 }
 
 // Release ends the write lock; the readers that waited behind it may enter
 // at once. It returns [ErrLockNotHeld] when the lock had expired or been
-// taken by another. It first stops the lock's keep-alive, if any, and,
-// when ctx has already ended, still runs with a timeout of its own, as
-// [Lock.Release] does. A Redis error is returned as it is; the lock then
-// expires at its TTL. A nil WriteLock returns ErrLockNotHeld.
+// taken by another; the rest is as for [Lock.Release].
 func (w *WriteLock) Release(ctx context.Context) error { return (*handle)(w).release(ctx) }
 
-// KeepAlive keeps the write lock alive in the background, refreshing it
-// to ttl, exactly as [Lock.KeepAlive] does a lock, with the same errors.
+// KeepAlive is [Lock.KeepAlive] for the write lock, with the same errors.
 func (w *WriteLock) KeepAlive(ttl time.Duration, opt *KeepAliveOptions) (*KeepAlive, error) {
 	return (*handle)(w).keepAlive(ttl, opt)
 }
 
 // Downgrade turns the write lock into a read hold of ttl, atomically: no
 // writer can take the lock in between, and the readers that waited behind
-// this writer enter with it. The read hold has the same token and
-// metadata, and carries this write's fence token. The WriteLock is then
-// released (its keep-alive, if any, is stopped first, as by
-// [WriteLock.Release]); keep the returned ReadLock. It makes one attempt,
-// blocking for one round trip. Errors: [ErrInvalidTTL] before anything is
-// sent; [ErrLockNotHeld] when the write lock had expired or been taken by
-// another (nothing changed); a Redis error as it is (the write lock may
-// then be held or not: it expires at its TTL).
+// this writer enter with it. The read hold has the write lock's token,
+// metadata and fence token; the WriteLock is released (its keep-alive
+// stopped first, as by [WriteLock.Release]). It makes one attempt.
+// Errors: [ErrInvalidTTL] and [ErrNilContext] before anything is sent;
+// [ErrLockNotHeld] for a nil WriteLock or one that had expired or been
+// taken by another (nothing changed); a Redis error as it is (the write
+// lock may then be held or not: it expires at its TTL).
 func (w *WriteLock) Downgrade(ctx context.Context, ttl time.Duration) (*ReadLock, error) {
 	if w == nil {
 		return nil, ErrLockNotHeld
@@ -167,8 +136,7 @@ func (w *WriteLock) Downgrade(ctx context.Context, ttl time.Duration) (*ReadLock
 	return (*ReadLock)(r), nil
 }
 
-// readKind and writeKind are the kinds of an RWMutex's holds (whose keys
-// they take; see docs/rwmutex.md, "Keys").
+// readKind and writeKind, the kinds of an RWMutex's holds, use its keys.
 type (
 	readKind  RWMutex
 	writeKind RWMutex
@@ -196,8 +164,7 @@ func (k *writeKind) ttlCall(h *handle) call {
 func (k *readKind) releaseCall(h *handle) call  { return rwRelease(h, rwRUnlockScript) }
 func (k *writeKind) releaseCall(h *handle) call { return rwRelease(h, rwUnlockScript) }
 
-// rwRelease is a hold's release script (reply 1: released) on every key
-// of its RWMutex.
+// rwRelease is a hold's release (reply 1: released), on all its keys.
 func rwRelease(h *handle, s *script.Script) call {
 	return call{op: opRelease, script: s, keys: h.keys, args: []any{h.tokenArg}, units: 1}
 }

@@ -11,33 +11,26 @@ import (
 )
 
 // RWMutex is a read-write lock on Redis: many read holds at once, or one
-// write lock, never both. Get one with [Client.RWMutex]; it holds only the
-// client and the names of its keys, so one value may be shared by any
-// number of goroutines, and two RWMutex values of the same name are the
-// same lock. Its methods are safe for concurrent use.
+// write lock, never both. Get one with [Client.RWMutex]; two RWMutex values
+// of the same name are the same lock. Its methods are safe for concurrent
+// use.
 //
-// Writers are preferred: once a writer waits (with a retry strategy other
-// than [NoRetry]), new readers wait behind it, so a stream of readers
-// cannot starve a writer. The readers that waited behind a writer enter
-// together when it leaves, before any other writer, so writers cannot
-// starve readers either. Each read hold expires by itself, on the server,
-// at its TTL. A read hold is never upgraded to the write lock
-// ([ErrUpgrade]); the write lock can be downgraded to a read hold
-// ([WriteLock.Downgrade]). See docs/rwmutex.md for the keys, the scripts
-// and what fence tokens mean here.
+// Writers are preferred, and the readers that waited behind a writer enter
+// next, together, so neither side can starve the other ([RWMutex.RLock],
+// [RWMutex.Lock]). A read hold is never upgraded to the write lock
+// ([ErrUpgrade]); the write lock can be downgraded ([WriteLock.Downgrade]).
+// docs/rwmutex.md has the keys, the scripts and what fence tokens mean.
 type RWMutex struct {
 	c    *Client // nil: every call returns ErrNilClient
 	name string
 	keys [8]string // indexed by rwlock.Writer, rwlock.Readers, …
 }
 
-// RWMutex returns the read-write lock called name. Its keys all share a
-// hash slot and carry a marker, so that no lock, companion or other
-// primitive shares them; "catalog" and "{catalog}" are two locks (see
-// docs/rwmutex.md for the keys). The writer key holds a value of the same
-// form as a lock's, so tools that show locks show the write lock. It sends
-// nothing; an empty name makes every call return [ErrInvalidKey]. A nil
-// Client gives an RWMutex whose calls return [ErrNilClient].
+// RWMutex returns the read-write lock called name: "catalog" and
+// "{catalog}" are two locks, and neither shares a key with a lock or
+// another primitive (docs/rwmutex.md, "Keys"). It sends nothing; an empty
+// name makes every call return [ErrInvalidKey]. A nil Client gives an
+// RWMutex whose calls return [ErrNilClient].
 func (c *Client) RWMutex(name string) *RWMutex {
 	return &RWMutex{c: c, name: name, keys: rwlock.Keys(name)}
 }
@@ -50,8 +43,7 @@ func (rw *RWMutex) Name() string {
 	return rw.name
 }
 
-// WriterKey returns the key that holds the write lock while it is held
-// ("" for a nil RWMutex).
+// WriterKey returns the key of the write lock ("" for a nil RWMutex).
 func (rw *RWMutex) WriterKey() string {
 	if rw == nil {
 		return ""
@@ -61,28 +53,22 @@ func (rw *RWMutex) WriterKey() string {
 
 // RLock takes a read hold for ttl: it succeeds when no writer holds the
 // lock and none is waiting (or when this caller waited behind the last
-// writer), whatever the number of other readers. Otherwise it retries
-// according to opt.RetryStrategy (default [NoRetry]: one attempt), until
-// the context's deadline or, without one, ttl after the call began; while
-// it retries it is registered as a waiting reader, so that the writer it
-// waits behind lets it in before the next one. With [WaitForRelease] it
-// waits for that writer's release, which lets in every reader that waited
-// behind it together.
-//
-// The hold expires on the server exactly ttl after the attempt that took
-// it, unless refreshed ([ReadLock.Refresh], [ReadLock.KeepAlive]). Its
-// [ReadLock.FenceToken] is the fence token of the last write lock taken
-// with opt.FenceKey (0 without one).
+// writer), whatever the number of other readers. Otherwise it waits and
+// retries as [Client.ObtainMulti] does (opt.RetryStrategy, default
+// [NoRetry]), and the writer it waits behind lets it in before the next
+// one. The hold expires on the server ttl after the attempt that took it,
+// unless refreshed; its [ReadLock.FenceToken] is that of the last write
+// lock taken with opt.FenceKey (0 without one).
 //
 // Errors, with no hold taken: [ErrNotObtained] when the strategy gave up,
 // also matching ctx.Err() when the context ended first; [ErrInvalidTTL],
 // [ErrInvalidKey] (empty name, a FenceKey that is one of the RWMutex's
 // keys), [*CrossSlotError] (a FenceKey in another slot on a Cluster),
-// [ErrInvalidOption] (MinReplicas, which RWMutex does not support),
-// [ErrNilClient] and [ErrNilContext] before anything is sent;
+// [ErrInvalidOption] (MinReplicas or MinHold, which RWMutex does not
+// support), [ErrNilClient] and [ErrNilContext] before anything is sent;
 // [ErrInvalidToken] when opt.Token holds the write lock of this RWMutex
-// (use [WriteLock.Downgrade]); a Redis error that is not transient as it
-// is.
+// (use [WriteLock.Downgrade]); [ErrUnexpectedReply] and Redis errors as
+// for [Client.ObtainMulti].
 func (rw *RWMutex) RLock(ctx context.Context, ttl time.Duration, opt *Options) (*ReadLock, error) {
 	h, err := rw.acquire(ctx, ttl, opt, false)
 	return (*ReadLock)(h), err
@@ -90,28 +76,23 @@ func (rw *RWMutex) RLock(ctx context.Context, ttl time.Duration, opt *Options) (
 
 // Lock takes the write lock for ttl: it succeeds when no other writer
 // holds it, no read hold is live, and no reader that waited behind the
-// last writer is still to enter. Otherwise it retries according to
-// opt.RetryStrategy (default [NoRetry]: one attempt), until the context's
-// deadline or, without one, ttl after the call began; while it retries it
-// is registered as a waiting writer, and new readers wait behind it. With
-// [WaitForRelease] the writers wait in line: the last reader to leave, or
-// the writer before, hands the lock to the one that has waited longest.
+// last writer is still to enter. Otherwise it waits as [RWMutex.RLock]
+// does, new readers waiting behind it; with [WaitForRelease] writers are
+// served in the order they came. With opt.FenceKey, its
+// [WriteLock.FenceToken] is greater than every token issued before from
+// that counter (by this RWMutex or by a [Lock]). The same token calling
+// Lock again while it holds the write lock renews it and keeps its fence
+// token.
 //
-// With opt.FenceKey, the lock's [WriteLock.FenceToken] is greater than
-// every token issued before from that counter (by this RWMutex or by a
-// [Lock] with the same FenceKey). The same token calling Lock again while
-// it holds the write lock renews it and keeps its fence token.
-//
-// Errors, with the lock not taken: those of [RWMutex.RLock], except that
-// [ErrUpgrade] is returned when opt.Token has a live read hold of this
-// RWMutex.
+// Errors, with the lock not taken: those of [RWMutex.RLock] (but
+// ErrInvalidToken), and [ErrUpgrade] when opt.Token has a live read hold
+// of this RWMutex.
 func (rw *RWMutex) Lock(ctx context.Context, ttl time.Duration, opt *Options) (*WriteLock, error) {
 	h, err := rw.acquire(ctx, ttl, opt, true)
 	return (*WriteLock)(h), err
 }
 
-// acquire takes the write lock (write) or a read hold (docs/rwmutex.md,
-// "Waiting").
+// acquire takes the write lock or a read hold (docs/rwmutex.md, "Waiting").
 func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options, write bool) (*handle, error) {
 	if rw == nil || rw.c == nil {
 		return nil, ErrNilClient

@@ -11,18 +11,12 @@ import (
 
 // Semaphore is a counting semaphore on one Redis key: at most a limit of
 // permits are live at once, each a lease with a TTL of its own, like a
-// [Lock]. Get one from [Client.Semaphore]. It is a small value that holds
-// no per-call state: copy it, share it, keep it or make a new one for each
-// call, all the same.
-//
-// A permit whose TTL has passed no longer counts, from that millisecond
-// on, for every caller; the semaphore's keys expire by themselves with the
-// last live permit (see docs/semaphore.md for the keys and scripts).
-//
-// Limits: each caller gives its own. A permit is granted only while fewer
-// than the caller's limit are live, so their count never exceeds the
-// largest limit in use; permits granted under a larger limit are never
-// revoked.
+// [Lock]. Get one from [Client.Semaphore]. It holds no per-call state: copy
+// it, share it or make a new one for each call, all the same. A permit
+// whose TTL has passed no longer counts, from that millisecond on. Each
+// caller gives its own limit: the count of live permits never exceeds the
+// largest limit in use, and permits granted under a larger one are never
+// revoked. docs/semaphore.md has its keys, scripts and waiting.
 type Semaphore struct {
 	c       *Client
 	client  RedisClient
@@ -66,29 +60,23 @@ func (s Semaphore) check(buf []string, fenceKey string) error {
 // live permit of the same token (an explicit [Options.Token]) is taken
 // again: the acquire is re-entrant and resets the TTL and metadata.
 //
-// When limit permits are live, Acquire follows opt.RetryStrategy (default
-// [NoRetry]), blocking the calling goroutine between attempts, until the
-// context's deadline or, when the context has none, ttl after the call
-// began; transient Redis errors are retried the same way. With
-// [WaitForRelease] (as for [Client.Obtain]) it waits for a release
-// instead, which hands the slot to the longest waiter, across processes
-// (see docs/semaphore.md). Of opt, RetryStrategy, Metadata, Token and
-// FenceKey are used; a MinReplicas above zero fails with ErrInvalidOption.
+// When limit permits are live, Acquire waits and retries as
+// [Client.ObtainMulti] does when a key is held (opt.RetryStrategy, default
+// [NoRetry]); with [WaitForRelease] a release hands the slot to the longest
+// waiter, across processes. Of opt, RetryStrategy, Metadata, Token,
+// FenceKey and MinHold are used; a MinReplicas above zero fails with
+// ErrInvalidOption.
 //
-// Errors:
-//   - [ErrInvalidLimit], [ErrInvalidTTL], [ErrInvalidKey] (an empty key, a
-//     key with "}" but no hash tag, a fence key equal to the semaphore's
-//     keys), [*CrossSlotError] (on a Cluster, a fence key in another slot),
-//     [ErrInvalidToken] (an [Options.Token] that starts with "~"),
-//     [ErrInvalidOption], [ErrNilClient], [ErrNilContext]: bad input,
-//     reported before anything is sent to Redis.
-//   - [ErrNotObtained]: limit permits are live and the strategy gave up.
-//   - an error matching both ErrNotObtained and ctx.Err(): the context
-//     ended (or the TTL-long wait ran out) first.
-//   - [ErrUnexpectedReply], or the Redis error, as for [Client.Obtain].
-//
-// On error no permit is left held by this call, except after an ambiguous
-// network failure: the permit then expires after ttl.
+// Errors, with no permit held by this call (but after an ambiguous network
+// failure, one that expires after ttl): [ErrInvalidLimit], [ErrInvalidTTL],
+// [ErrInvalidKey] (an empty key, a key with "}" but no hash tag, a fence
+// key equal to the semaphore's keys), [*CrossSlotError] (on a Cluster, a
+// fence key in another slot), [ErrInvalidToken] (an [Options.Token] that
+// starts with "~"), [ErrInvalidOption], [ErrNilClient] and [ErrNilContext]
+// before anything is sent; [ErrNotObtained] when limit permits are live and
+// the strategy gave up, also matching ctx.Err() when the context (or the
+// ttl-long wait) ended first; [ErrUnexpectedReply] and Redis errors as for
+// [Client.ObtainMulti].
 func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options) (*Permit, error) {
 	if err := checkCall(ctx, s.client); err != nil {
 		return nil, err
@@ -115,8 +103,7 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	} else {
 		h.token, h.tokenArg = token, token
 	}
-	// The semaphore's two keys, capped so that nothing appends into the
-	// fence key's place.
+	// Capped, so that nothing appends into the fence key's place.
 	h.keys, h.keyBuf[2] = h.keyBuf[:2:2], fenceKey
 	keys, fenced := h.keyBuf[:2], argUnfenced
 	if fenceKey != "" {
@@ -142,8 +129,7 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	return (*Permit)(h), nil
 }
 
-// PermitInfo describes one live permit of a semaphore, as [Semaphore.Holders]
-// reads it.
+// PermitInfo is one live permit, as [Semaphore.Holders] reads it.
 type PermitInfo struct {
 	Token      string        // the holder's token
 	Metadata   string        // the metadata it acquired with
@@ -152,11 +138,10 @@ type PermitInfo struct {
 }
 
 // Holders returns the semaphore's live permits, the one that expires first
-// first. It makes one attempt, of one round trip, that writes nothing; bad
-// input gives the errors of [Semaphore.Acquire] before anything is sent, a
-// Redis error is returned as it is, and a reply the script never gives as
-// [ErrUnexpectedReply]. An empty semaphore gives an empty slice and no
-// error.
+// first (none: an empty slice). It makes one attempt, which writes nothing;
+// bad input gives the errors of [Semaphore.Acquire] before anything is
+// sent, a Redis error is returned as it is, and a reply the script never
+// gives as [ErrUnexpectedReply].
 func (s Semaphore) Holders(ctx context.Context) ([]PermitInfo, error) {
 	if err := checkCall(ctx, s.client); err != nil {
 		return nil, err

@@ -9,14 +9,13 @@ import (
 	"github.com/redislock/redislock/internal/session"
 )
 
-// Session keeps many leases alive from one goroutine (plus one per Redis
-// node), each refreshed to the session's TTL as [Lock.KeepAlive] would,
-// those due about together in one round trip per node (docs/sessions.md).
-// Each has its own [KeepAlive]; its Release takes it out at once. A lease
-// whose validity runs out without a successful refresh (Redis not reached
-// in time) ends the session: Done is closed and every lease in it ends at
-// once, matching [ErrLockLost], before the earliest of their keys can
-// expire. Its methods are safe for concurrent use.
+// Session keeps many leases alive from its own goroutines, each refreshed
+// to the session's TTL as [Lock.KeepAlive] would (docs/sessions.md says
+// how). Each has its own [KeepAlive]; its Release takes it out at once. A
+// lease whose validity runs out without a successful refresh ends the
+// session: Done is closed and every lease in it ends at once, matching
+// [ErrLockLost], before the earliest of their keys can expire. Its methods
+// are safe for concurrent use.
 type Session struct {
 	c *Client
 	e *session.Session
@@ -119,9 +118,9 @@ func (s *Session) Err() error { return s.e.Err() }
 func (s *Session) Close() { s.e.Close() }
 
 // Release closes the session, then releases, each as its Release would,
-// the leases it kept that were neither released nor found lost, in one
-// round trip per node, and returns the first error (wrapped, with how many
-// failed). With ctx ended it runs as [Lock.Release] does.
+// the leases it kept that were neither released nor found lost, and
+// returns the first error (wrapped, with how many failed), or
+// [ErrNilContext]. With ctx ended it runs as [Lock.Release] does.
 func (s *Session) Release(ctx context.Context) error {
 	if ctx == nil {
 		return ErrNilContext
