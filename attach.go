@@ -9,29 +9,25 @@ import (
 
 // Attach returns a handle on a lock obtained elsewhere, often by another
 // process (a cleanup job, a command-line tool), from what that holder's
-// [Lock.Keys], [Lock.Token] and [Lock.FenceToken] reported: its keys, its
-// token and its fence token (0 when it has none or it is not known).
+// [Lock.Keys], [Lock.Token] and [Lock.FenceToken] reported (fence 0 when it
+// has none or is not known). It sends nothing, checks nothing on Redis and
+// does not block.
 //
-// Attach sends nothing and checks nothing on Redis, and it does not block.
-// The handle's [Lock.Release], [Lock.Refresh] and [Lock.TTL] run the same
-// scripts or commands as the original's, with the same ownership check by
-// exact token (docs/keepalive.md, "From another process"): with a wrong
-// token, Release deletes nothing and returns [ErrLockNotHeld], Refresh
-// changes nothing and returns [ErrNotObtained], and TTL returns (0, nil).
-// With the right token, Release hands each key over to a waiter of
-// [WaitForRelease] when one is registered, as the holder's would (or
-// deletes it when the server's ACL refuses this user the wait queues). Its
-// Metadata is "" (read it with [Client.Inspect]). Its lease is not known:
-// [Lock.KeepAlive] returns [ErrLockNotHeld] until a successful Refresh
-// through the handle. The original handle is not told of what the attached
-// one does: a Release here ends the lock for both, and the original's
-// keep-alive then reports it lost at its next refresh.
+// The handle checks ownership by exact token, as the holder's does
+// (docs/keepalive.md): with a wrong token, [Lock.Release] deletes nothing
+// and returns [ErrLockNotHeld], [Lock.Refresh] changes nothing and returns
+// [ErrNotObtained], and [Lock.TTL] returns (0, nil). With the right token,
+// Release hands each key over to a waiter of [WaitForRelease], as the
+// holder's would, or deletes it when the server's ACL refuses this user the
+// wait queues. Its Metadata is "" (see [Client.Inspect]); [Lock.KeepAlive]
+// returns [ErrLockNotHeld] until a successful Refresh through it. The
+// original handle is not told: a Release here ends the lock for both, and
+// the original's keep-alive reports it lost at its next refresh.
 //
 // Errors, before anything is sent: [ErrNilClient]; [ErrInvalidKey] for an
 // empty key list, an empty or repeated key; on a *redis.ClusterClient, a
 // [*CrossSlotError] for keys of different hash slots; [ErrInvalidToken] for
-// an empty token. keys is not retained: the Lock keeps its own copy. It is
-// safe for concurrent use.
+// an empty token. keys is not retained. It is safe for concurrent use.
 func (c *Client) Attach(keys []string, token string, fence int64) (*Lock, error) {
 	if c == nil || c.client == nil {
 		return nil, ErrNilClient

@@ -11,10 +11,9 @@ import (
 
 // Election is a leader election on one name: at most one campaigner leads at
 // a time, and each leadership has a term (a fencing token) greater than
-// every earlier one. Make it with [Client.Election]. It holds no state but
-// its names, so it is safe for concurrent use, and any number of Election
-// values for one name (in any number of processes) take part in the same
-// election.
+// every earlier one. Make it with [Client.Election]. It holds only its
+// names, so it is safe for concurrent use, and all Election values for one
+// name, in any number of processes, take part in the same election.
 type Election struct {
 	client  *Client
 	name    string // the election key
@@ -24,11 +23,9 @@ type Election struct {
 	err     error  // a bad name: every method returns it
 }
 
-// Election returns the election on name. The leader holds name as a lock
-// key; the election also uses a term counter and a channel in name's hash
-// slot, and the wait queue of [WaitForRelease] while campaigners wait (see
-// docs/election.md for the keys). It sends nothing. An empty name, or one
-// that contains "}" without a hash tag, makes every method fail with
+// Election returns the election on name, whose keys are name and others
+// in its hash slot (docs/election.md). It sends nothing. An empty name, or
+// one that contains "}" without a hash tag, makes every method fail with
 // [ErrInvalidKey] (and Observe's channel close at once); a nil Client makes
 // them fail with [ErrNilClient].
 func (c *Client) Election(name string) *Election {
@@ -64,28 +61,22 @@ func (e *Election) check(ctx context.Context) error {
 }
 
 // Campaign blocks until the caller is elected leader with value, or ctx
-// ends. Campaigners wait in line ([WaitForRelease]): when the leader resigns
-// the longest-waiting campaigner is elected in the same instant, and when a
-// leader dies one is elected as soon as its key expires, at most ttl after
-// its last refresh. The leadership is kept alive in the background (see
-// [Leadership]) with ttl as each lease; ttl bounds how long a crashed
-// leader blocks the election.
+// ends; cancelling ctx ends it as it ends a wait of [WaitForRelease].
+// Campaigners wait in line: when the leader resigns the longest-waiting
+// one is elected at once; when a leader dies, one is elected as its key
+// expires, at most ttl after its last refresh. The leadership is kept
+// alive in the background with ttl as each lease (see [Leadership]).
 //
 // Errors, with nothing left behind (no key, no place in the line):
-//   - [ErrInvalidTTL] (ttl too short for a keep-alive: below 4 ms),
-//     [ErrInvalidKey], [ErrNilClient], [ErrNilContext]: bad input, before
-//     anything is sent.
+//   - before anything is sent: [ErrInvalidTTL] (below 4 ms, too short
+//     for a keep-alive), [ErrInvalidKey], [ErrNilClient], [ErrNilContext].
 //   - an error matching both [ErrNotObtained] and ctx.Err(): ctx ended
-//     first.
+//     first. Transient Redis errors are retried until then.
 //   - a Redis error that is not transient (NOPERM, a closed client).
 //
-// Transient Redis errors (lost connections, failovers) are retried until
-// ctx ends. A failed Campaign deletes the key if its token holds it (the
-// reply of its last attempt may have been lost), within 250 ms after ctx
-// ended; if Redis cannot be reached then, the key expires after ttl.
-// Cancelling ctx ends a waiting Campaign at once, or within about 1 s for
-// the one campaigner per client that blocks on Redis (see
-// [WaitForRelease]).
+// A failed Campaign deletes the key if its last attempt took it unseen (a
+// lost reply), spending at most 250 ms on it after ctx ended; failing that,
+// the key expires after ttl.
 func (e *Election) Campaign(ctx context.Context, value string, ttl time.Duration) (*Leadership, error) {
 	return e.campaign(ctx, value, ttl, func(h *handle) (*KeepAlive, error) { return h.keepAlive(ttl, nil) })
 }
@@ -106,9 +97,8 @@ func (e *Election) campaign(ctx context.Context, value string, ttl time.Duration
 	token := newToken()
 	opt := &Options{RetryStrategy: WaitForRelease(nil), FenceKey: e.termKey, Metadata: "0:" + value, Token: token}
 	for {
-		// Hooks see one obtain call, whatever the rounds; a leadership
-		// lost before its keep-alive starts ends it, and the campaign
-		// goes on as a new call.
+		// Hooks see one obtain call, whatever the rounds; a leadership lost
+		// before its keep-alive starts ends it, and a new call goes on.
 		got, err := e.client.observed(ctx, KindElection, e.name, ttl, func(ctx context.Context, obs *observation) (Handle, error) {
 			return e.round(ctx, obs, opt, value, ttl)
 		})
@@ -128,11 +118,10 @@ func (e *Election) campaign(ctx context.Context, value string, ttl time.Duration
 	}
 }
 
-// round is one round of a Campaign: the obtain of the election key (an
-// hour at most when ctx has no deadline), then the announcement of the
-// value. It returns the Leadership, an error that ends the Campaign, or
-// neither for another round (not elected yet, a transient error, the key
-// lost before it was announced).
+// round is one round of a Campaign: the obtain of the election key, then
+// the announcement of the value. It returns the Leadership, an error that
+// ends the Campaign, or neither for another round (not elected yet, a
+// transient error, the key lost before it was announced).
 func (e *Election) round(ctx context.Context, obs *observation, opt *Options, value string, ttl time.Duration) (Handle, error) {
 	var lock *Lock
 	again, err := election.Attempt(ctx, ErrNotObtained, func(wctx context.Context) (err error) {
@@ -142,13 +131,6 @@ func (e *Election) round(ctx context.Context, obs *observation, opt *Options, va
 	if again || err != nil {
 		return nil, err
 	}
-	return e.elected(ctx, lock, value)
-}
-
-// elected makes a Leadership of the lock just obtained: it announces it
-// (the proclaim script with the value it was elected with). It returns
-// neither when the key was lost already, so that the Campaign goes on.
-func (e *Election) elected(ctx context.Context, lock *Lock, value string) (Handle, error) {
 	held, err := election.Proclaim(ctx, electionProclaimScript, e.client.client, e.name, e.channel,
 		lock.tokenArg, value, e.sharded)
 	switch {
@@ -165,8 +147,8 @@ func (e *Election) elected(ctx context.Context, lock *Lock, value string) (Handl
 }
 
 // abandon deletes the election key if token holds it, in case the last
-// attempt of a Campaign that failed took it while its reply was lost. Best
-// effort, one script call bounded by election.Abandon even when ctx has ended.
+// attempt of a failed Campaign took it while its reply was lost. Best
+// effort, bounded by election.Abandon even when ctx has ended.
 func (e *Election) abandon(ctx context.Context, token string) {
 	l, err := e.client.Attach([]string{e.name}, token, 0)
 	if err != nil {
@@ -184,11 +166,10 @@ type LeaderInfo struct {
 	TTL   time.Duration // time left on its key (it is refreshed while the leader lives); -1 ms if it has no expiry
 }
 
-// Leader returns the current leader of the election, in one script call
-// that blocks for a round trip. It returns [ErrNoLeader] when nobody leads
-// (also for the instant in which a resigning leader hands over), the
-// Redis error as it is, or [ErrUnexpectedReply]. Bad input gives the errors
-// of [Election.Campaign] before anything is sent.
+// Leader returns the current leader of the election, blocking for one
+// round trip. It returns [ErrNoLeader] when nobody leads, the Redis error
+// as it is, or [ErrUnexpectedReply]. Bad input gives the errors of
+// [Election.Campaign] before anything is sent.
 func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 	if err := e.check(ctx); err != nil {
 		return LeaderInfo{}, err
@@ -203,7 +184,6 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 	return LeaderInfo{Value: st.Value, Term: st.Term, TTL: st.TTL}, nil
 }
 
-// read runs the leader script.
 func (e *Election) read(ctx context.Context) (election.State, error) {
 	keys := []string{e.name, e.termKey}
 	reply, err := electionLeaderScript.Run(ctx, e.client.client, keys).Slice()
@@ -217,12 +197,11 @@ func (e *Election) read(ctx context.Context) (election.State, error) {
 	return st, nil
 }
 
-// Run campaigns with value and ttl ([Election.Campaign]), runs fn under the
-// leadership's context ([Leadership.Context]: it is cancelled, with an
-// error matching [ErrLockLost] as its cause, if the leadership is lost),
-// then resigns ([Leadership.Resign]), even when fn panics. It returns the
-// error of Campaign when not elected, else fn's error, else Resign's
-// ([ErrLockNotHeld] when the leadership was lost before fn returned).
+// Run campaigns with value and ttl ([Election.Campaign]), runs fn under
+// [Leadership.Context], then resigns ([Leadership.Resign]), even when fn
+// panics. It returns the error of Campaign when not elected, else fn's
+// error, else Resign's ([ErrLockNotHeld] when the leadership was lost
+// before fn returned).
 func (e *Election) Run(ctx context.Context, value string, ttl time.Duration, fn func(ctx context.Context, lead *Leadership) error) (err error) {
 	lead, err := e.Campaign(ctx, value, ttl)
 	if err != nil {

@@ -40,26 +40,19 @@ type LeaderEvent struct {
 }
 
 // Observe reports every change of the election on the returned channel, in
-// order: first the current state (LeaderElected, or NoLeader), then each new
-// leader, each value it proclaims and each end of a leadership (NoLeader),
-// including the expiry of a leader that crashed. A leadership that ends
-// because the next one began is reported as NoLeader for its term just
-// before the LeaderElected of the next.
+// order (see [LeaderEventKind]'s values): first the current state, then
+// each new leader, each value it proclaims and each end of a leadership,
+// including the expiry of a leader that crashed.
 //
-// Observe starts one goroutine, which owns a notification connection (a
-// pub/sub subscription of the Redis client) and ends when ctx ends: it then
-// closes the channel. It does not block on the reader beyond ctx: an event
-// waits until it is received or ctx ends. Changes made by the election's
-// scripts (Campaign, Proclaim, Resign) reach observers at once, the expiry
-// of a crashed leader at the moment its key expires. A lost notification
-// (a dropped connection, a failover) is made good by a re-read within one
-// second; what began and ended entirely within such a gap (a whole term,
-// or an intermediate value) is not reported, but the events still come in
-// order, and the last one reported is the current state. A client without
-// Subscribe, and on a Redis Cluster a campaigner's wrapped cluster client,
-// are seen by these re-reads only (see docs/election.md). Redis errors are
-// retried every 100 ms until ctx ends. With bad input (see
-// [Client.Election]) or a nil ctx, the channel is closed at once.
+// Observe starts one goroutine, which holds a pub/sub connection of the
+// Redis client and ends when ctx ends, closing the channel; an event waits
+// until it is received or ctx ends. Changes reach observers at once, or
+// within about one second of a lost notification (a dropped connection, a
+// failover, a client without Subscribe, a campaigner's wrapped cluster
+// client: docs/election.md); what began and ended entirely within such a
+// gap is not reported, but the last event is the current state. Redis
+// errors are retried every 100 ms. With bad input (see [Client.Election])
+// or a nil ctx, the channel is closed at once.
 func (e *Election) Observe(ctx context.Context) <-chan LeaderEvent {
 	ch := make(chan LeaderEvent)
 	if e.check(ctx) != nil {

@@ -13,9 +13,8 @@ import (
 var (
 	// ErrNotObtained is returned by [Client.Obtain] and [Client.ObtainMulti]
 	// when the lock is held by another token and the retry strategy gave up
-	// (or the context ended while waiting; then the error also matches the
-	// context's error), and by [Lock.Refresh] when the lock is no longer
-	// held.
+	// or the context ended while waiting (the error then also matches the
+	// context's error), and by [Lock.Refresh] when the lock is not held.
 	ErrNotObtained = errors.New("redislock: not obtained")
 
 	// ErrLockNotHeld is returned by [Lock.Release] when the lock, or some of
@@ -25,12 +24,10 @@ var (
 
 	// ErrLockLost is matched by [KeepAlive.Err] (and the cause of
 	// [KeepAlive.Context]) when the keep-alive ended because the lock is
-	// lost, or is about to be: a refresh found it gone or taken (the error
-	// also matches [ErrNotObtained]), its lease ran out on the local clock
-	// without a successful refresh (it also matches the last refresh error,
-	// if any), a refresh failed for good (it also matches that error), or
-	// [KeepAliveOptions.MaxHold] was reached (it also matches
-	// [ErrMaxHoldReached]).
+	// lost, or is about to be. The error also matches its cause:
+	// [ErrNotObtained] (a refresh found it gone or taken), the last refresh
+	// error if any (the lease ran out on the local clock), the error of a
+	// refresh that failed for good, or [ErrMaxHoldReached].
 	ErrLockLost = errors.New("redislock: lock lost")
 
 	// ErrMaxHoldReached is matched, with [ErrLockLost], by the error of a
@@ -57,93 +54,73 @@ var (
 
 	// ErrInvalidToken is returned by [Client.Attach] for an empty token, by
 	// [Semaphore.Acquire] for an [Options.Token] that starts with "~", and
-	// by the RW lock's read acquire ([RWMutex.RLock]) for a token that
-	// holds its write lock.
+	// by [RWMutex.RLock] for a token that holds the write lock.
 	ErrInvalidToken = errors.New("redislock: invalid token")
 
 	// ErrInvalidOption is returned, before anything is sent to Redis or
-	// started, for options that cannot work: by [Lock.KeepAlive] for
-	// [KeepAliveOptions] with a negative field, a Margin that leaves nothing
-	// of the TTL, or an Interval that would let each lease run out before
-	// its refresh; by [Client.Obtain], [Client.ObtainMulti] (and the
-	// package-level [Obtain] and [ObtainMulti]) for a negative
-	// [Options.MinReplicas] or [Options.ReplicaTimeout].
+	// started, for [KeepAliveOptions] that [Lock.KeepAlive] refuses (a
+	// negative field, a Margin not below the TTL, an Interval not below TTL
+	// less Margin), and for a negative [Options.MinReplicas] or
+	// [Options.ReplicaTimeout] given to [Client.Obtain], [Client.ObtainMulti],
+	// [Obtain] or [ObtainMulti].
 	ErrInvalidOption = errors.New("redislock: invalid option")
 
-	// ErrCrossSlot is matched by a [*CrossSlotError]: on Redis Cluster, the
-	// lock keys and the fence key of one lock must share a hash slot.
+	// ErrCrossSlot is matched by a [*CrossSlotError].
 	ErrCrossSlot = errors.New("redislock: keys in different cluster hash slots")
 
 	// ErrNilClient is returned when the [Client] or its [RedisClient] is nil.
 	ErrNilClient = errors.New("redislock: nil redis client")
 
-	// ErrNotReplicated is matched by a [*ReplicaError]: an obtain with
-	// [Options.MinReplicas] took the lock, but fewer replicas than asked
-	// acknowledged it in time, so it released it.
+	// ErrNotReplicated is matched by a [*ReplicaError].
 	ErrNotReplicated = errors.New("redislock: not acknowledged by enough replicas")
 
 	// ErrNilContext is returned when a nil context is passed.
 	ErrNilContext = errors.New("redislock: nil context")
 
 	// ErrUnsupportedClient is returned, before anything is sent to Redis,
-	// when an option needs a kind of [RedisClient] that the call was not
-	// given: [Options.MinReplicas] with a client other than a *redis.Client
+	// for [Options.MinReplicas] with a client other than a *redis.Client
 	// (single node or Sentinel failover client) or a *redis.ClusterClient
-	// (the message names the client's type); by [Session.Add] for a lease
-	// of another Client, or of a [Quorum].
+	// (the message names the client's type), and by [Session.Add] for a
+	// lease of another Client, or of a [Quorum].
 	ErrUnsupportedClient = errors.New("redislock: option not supported by this redis client")
 
 	// ErrUnexpectedReply is returned when Redis answered one of this
-	// package's scripts with a reply of a shape the script never gives. The
-	// message names the call, the key and the reply. Nothing is retried
-	// after it.
+	// package's scripts with a reply of a shape the script never gives.
+	// Nothing is retried after it.
 	ErrUnexpectedReply = errors.New("redislock: unexpected reply from redis")
 
-	// ErrWrongType is matched by a [*WrongTypeError]: a key of the call
-	// holds a value of another kind than this package keeps there (a
-	// semaphore's key obtained as a lock, a lock's key as an RWMutex's
-	// name). Nothing was changed.
+	// ErrWrongType is matched by a [*WrongTypeError].
 	ErrWrongType = errors.New("redislock: key holds another kind of value")
 
-	// ErrServerTooOld is returned when the server lacks a command that the
-	// call needs; the message names the version that has it:
-	// [Semaphore] needs Redis 7.0 or later (or Valkey, every version of
-	// which has it); locks, RWMutex and elections run on Redis 6.2.
-	// Nothing was changed.
+	// ErrServerTooOld is returned, with nothing changed, when the server
+	// lacks a command that the call needs; the message names the version
+	// that has it: [Semaphore] needs Redis 7.0 or later (or any Valkey);
+	// locks, RWMutex and elections run on Redis 6.2.
 	ErrServerTooOld = errors.New("redislock: the server is too old for this call")
 
 	// ErrUpgrade is returned by [RWMutex.Lock] called with the token of a
 	// live read hold of the same RWMutex: a read hold is never upgraded to
-	// the write lock. Release the read hold and take the write lock, or
-	// take the write lock first and [WriteLock.Downgrade] it. Nothing was
-	// changed.
+	// the write lock (docs/errors.md). Nothing was changed.
 	ErrUpgrade = errors.New("redislock: a read lock cannot be upgraded to a write lock")
-)
 
-// Errors of [Semaphore].
-var (
 	// ErrInvalidLimit is returned, before anything is sent to Redis, by the
 	// methods of a [Semaphore] whose limit is below one.
 	ErrInvalidLimit = errors.New("redislock: invalid semaphore limit")
-)
 
-// Errors of leader election ([Client.Election]).
-var (
 	// ErrNoLeader is returned by [Election.Leader] when no campaigner leads
 	// the election: nobody was elected, the last leader resigned or its
 	// leadership expired, or a leader is handing over to the next.
 	ErrNoLeader = errors.New("redislock: no leader")
 
 	// ErrNotLeader is returned by [Leadership.Proclaim] when the leadership
-	// has ended: after [Leadership.Resign], or, together with [ErrLockLost],
-	// when it was lost (its keep-alive ended, or Redis found the election's
-	// key gone or held by another campaigner).
+	// has ended: after [Leadership.Resign], or, with [ErrLockLost], when it
+	// was lost (its keep-alive ended, or Redis found the key gone or taken).
 	ErrNotLeader = errors.New("redislock: not the leader")
 )
 
-// CrossSlotError reports keys of one lock that a Redis Cluster keeps in
-// different hash slots; use a hash tag ("{job}:a", "{job}:b", see
-// [HashSlot]). It is returned before anything is sent, and
+// CrossSlotError reports keys of one lock (its fence key included) that a
+// Redis Cluster keeps in different hash slots; use a hash tag ("{job}:a",
+// "{job}:b", see [HashSlot]). It is returned before anything is sent, and
 // errors.Is(err, ErrCrossSlot) holds.
 type CrossSlotError struct {
 	Keys  []string // every key of the request, lock keys first, then the fence key
@@ -175,8 +152,9 @@ func (e *lostError) Unwrap() []error {
 }
 
 // WrongTypeError reports a key that holds a value of another kind than the
-// call keeps there. errors.Is(err, ErrWrongType) holds, and so does
-// errors.As into the Redis error (Err).
+// call keeps there (a semaphore's key obtained as a lock, a lock's key as
+// an RWMutex's name). Nothing was changed. errors.Is(err, ErrWrongType)
+// holds, and so does errors.As into the Redis error (Err).
 type WrongTypeError struct {
 	Key  string // the key, or "" when it could not be found out
 	Type string // what it holds, as Redis's TYPE names it ("zset", "hash", …)

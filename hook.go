@@ -7,38 +7,34 @@ import (
 
 // Hook observes what the handles of a [Client] do: each obtain call and
 // its attempts, each release and refresh, each loss that a keep-alive
-// signals. Add one with [Client.AddHook]; extra/redislockotel and
-// extra/redislockprom are hooks. Embed [NopHook] to implement only some
-// methods. docs/observability.md lists what each primitive reports.
+// signals. Add one with [Client.AddHook]; embed [NopHook] to implement
+// only some methods. docs/observability.md lists what each primitive
+// reports; extra/redislockotel and extra/redislockprom are hooks.
 //
-// Events are passed by value; their Keys must not be modified. A Start
-// method returns the context the operation then runs under (ctx, or one
-// derived from it; nil means ctx). The other methods must not block: they
-// run on the caller's goroutine, and a keep-alive's on its own. A hook is
-// called from every goroutine that uses the handles: it must be safe for
-// concurrent use.
+// Events are passed by value; their Keys (a lock's keys, or the name of
+// another primitive) must not be modified. A Start method returns the
+// context the operation then runs under (ctx, or one derived from it; nil
+// means ctx). The other methods must not block: they run on the caller's
+// goroutine, and a keep-alive's on its own. A hook is called from every
+// goroutine that uses the handles: it must be safe for concurrent use.
 //
 // A hook cannot delay or undo what it observes (see Lost), and a panic in
 // a hook is recovered and dropped, as if it had returned (a Start method's
-// context is then the one it was given). An event's Keys is a lock's
-// keys, or the name of the other primitives.
+// context is then the one it was given).
 type Hook interface {
 	// ObtainStart is called when an obtain call has checked its arguments
 	// and is about to make its first attempt. Calls rejected for bad input
 	// are not reported.
 	ObtainStart(ctx context.Context, e ObtainEvent) context.Context
-	// ObtainAttempt is called after each attempt of the call, with its
-	// result.
+	// ObtainAttempt is called after each attempt of the call, with its result.
 	ObtainAttempt(ctx context.Context, e AttemptEvent)
 	// ObtainDone is called once when the call returns, with its result.
 	ObtainDone(ctx context.Context, e ObtainEvent)
 
 	// ReleaseStart is called when a release ([Lock.Release] and the
-	// others, see Kind) is about to send its script (after the
-	// keep-alive, if any, was stopped).
+	// others) is about to be sent, after the keep-alive, if any, stopped.
 	ReleaseStart(ctx context.Context, e ReleaseEvent) context.Context
-	// ReleaseDone is called once when the release returns, with its
-	// result.
+	// ReleaseDone is called once when the release returns, with its result.
 	ReleaseDone(ctx context.Context, e ReleaseEvent)
 
 	// RefreshStart is called when a Refresh call ([Lock.Refresh] and the
@@ -49,11 +45,10 @@ type Hook interface {
 	RefreshDone(ctx context.Context, e RefreshEvent)
 
 	// Lost is called once when a keep-alive ([Lock.KeepAlive] and the
-	// others, and a [Leadership]'s) ends because its handle is lost, or
-	// about to be; not when it is stopped. It is called after
-	// [KeepAlive.Done] is closed and the keep-alive's contexts are
-	// cancelled. A refresh that was in flight then may report its
-	// RefreshDone after it.
+	// others, a [Leadership]'s too) ends because its handle is lost, or
+	// about to be; not when it is stopped. It is called after [KeepAlive.Done]
+	// is closed and the keep-alive's contexts are cancelled; a refresh in
+	// flight then may report its RefreshDone after it.
 	Lost(e LostEvent)
 }
 
@@ -100,22 +95,20 @@ const (
 // String returns "lock", "semaphore", "read", "write" or "election".
 func (k Kind) String() string { return name(k, "lock", "semaphore", "read", "write", "election") }
 
-// Handle is the handle an event is about, as its Kind says: a *[Lock]
-// (KindLock), *[Permit] (KindSemaphore), *[ReadLock] (KindRead),
-// *[WriteLock] (KindWrite) or *[Leadership] (KindElection). Its Token
-// names the holder on Redis; switch on its type to reach the rest. A
-// hook must not release or refresh it: that is its caller's business.
+// Handle is the handle an event is about, of the type that its Kind names.
+// Its Token names the holder on Redis; switch on its type to reach the
+// rest. A hook must not release or refresh it: that is its caller's
+// business.
 type Handle interface {
 	Token() string
 }
 
 // AddHook adds h to the hooks of c: the obtain calls that start after it
 // returns, and the locks they obtain (their releases, refreshes and
-// keep-alives), report to it. Locks obtained before keep the hooks they
-// were obtained with, so that each lock reports its whole life to the same
-// hooks. Hooks are called in the order they were added. It is safe for
-// concurrent use, also with calls in flight; add hooks before use all the
-// same, or the first locks go unobserved. A nil h, or a nil c, is ignored.
+// keep-alives), report to it; locks obtained before keep the hooks they
+// were obtained with (docs/observability.md). Hooks are called in the
+// order they were added. It is safe for concurrent use, also with calls in
+// flight. A nil h, or a nil c, is ignored.
 func (c *Client) AddHook(h Hook) {
 	if c == nil || h == nil {
 		return
@@ -138,5 +131,4 @@ type hookList struct {
 	hooks []Hook
 }
 
-// clientHooks is the Client's field that holds its hooks.
 type clientHooks = atomic.Pointer[hookList]

@@ -10,8 +10,7 @@ const (
 	// OutcomeObtained: the lock was taken.
 	OutcomeObtained Outcome = iota + 1
 	// OutcomeNotObtained: the lock is held by another; for a call, the
-	// error matches [ErrNotObtained] (the strategy gave up, or the context
-	// ended while waiting).
+	// error matches [ErrNotObtained].
 	OutcomeNotObtained
 	// OutcomeError: Redis failed (for an attempt, possibly a transient
 	// error that the call retries), or the call ended with another error.
@@ -45,9 +44,8 @@ type LostReason uint8
 const (
 	// LostGone: a refresh found a key gone (expired or deleted).
 	LostGone LostReason = iota + 1
-	// LostTaken: a refresh found a key held by another token (a lock,
-	// a write lock or a leadership; permits and read holds are only ever
-	// gone).
+	// LostTaken: a refresh found a key held by another token (never for
+	// permits and read holds, which are only ever gone).
 	LostTaken
 	// LostExpired: the lease ran out on the local clock without a
 	// successful refresh, while Redis failed, hung or was unreachable.

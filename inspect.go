@@ -13,18 +13,15 @@ type LockInfo struct {
 	// Key is the key inspected.
 	Key string
 
-	// Held reports whether the key exists: held by someone, whoever wrote
-	// it. A key in another format (written by bsm/redislock, or anything
-	// else) is held too, since it makes every Obtain on it fail.
+	// Held reports whether the key exists, whoever wrote it: a key in
+	// another format (bsm/redislock's, or anything else) blocks Obtain too.
 	Held bool
 
-	// Foreign reports a held key whose value is not in this package's
-	// format "<len>:<token>:<fence>:<metadata>", or that is not a string:
-	// Token, FenceToken and Metadata are then unknown and left empty.
+	// Foreign reports a held key not in this package's format (or not a
+	// string): Token, FenceToken and Metadata are then left empty.
 	Foreign bool
 
-	// Token is the holder's token: with it, [Client.Attach] gives a handle
-	// that can release or refresh the lock.
+	// Token is the holder's token, for [Client.Attach].
 	Token string
 
 	// FenceToken is the fencing token of the holder's acquisition; 0 when
@@ -42,22 +39,16 @@ type LockInfo struct {
 	TTL time.Duration
 }
 
-// Inspect reads the lock key without its token, in one read-only script
-// (one round trip): whether it is held, by which token, with which fence
-// token and metadata, for how long still. It is meant for status tools; a
-// holder checks its own lock with [Lock.TTL].
+// Inspect reads the lock key without its token, as a [LockInfo]. It is
+// meant for status tools; a holder checks its own lock with [Lock.TTL].
+// Neither a missing key nor one in another format is an error. The answer
+// can be stale as soon as it is returned.
 //
-// A key that does not exist gives Held false. A key that is held but not in
-// this package's format is reported with Held and Foreign true, not as an
-// error. The answer can be stale as soon as it is returned. Inspect blocks
-// for one round trip, makes one attempt, and returns the Redis error as it
-// is (cancelling ctx ends the wait as go-redis allows); it never returns
-// nil, nil.
-//
-// Errors, before anything is sent: [ErrNilClient], [ErrNilContext],
-// [ErrInvalidKey] for an empty key. A reply that inspect's script never
-// gives (a proxy or wrapper that changed it) is [ErrUnexpectedReply]. It is
-// safe for concurrent use.
+// Inspect makes one attempt, blocking for one round trip (cancelling ctx
+// ends the wait as go-redis allows), and returns the Redis error as it is;
+// never nil, nil. Before anything is sent, it returns [ErrNilClient],
+// [ErrNilContext], or [ErrInvalidKey] for an empty key; a reply that its
+// script never gives is [ErrUnexpectedReply]. It is safe for concurrent use.
 func (c *Client) Inspect(ctx context.Context, key string) (*LockInfo, error) {
 	if c == nil {
 		return nil, ErrNilClient

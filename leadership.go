@@ -11,14 +11,12 @@ import (
 )
 
 // Leadership is a campaigner's leadership of an election, from
-// [Election.Campaign]. Its keep-alive, started by Campaign, refreshes the
-// election key in a goroutine of its own (see [KeepAlive]) and signals the
-// loss of the leadership before another campaigner can be elected, as long
-// as the clocks behave (see [KeepAliveOptions.Margin]): [Leadership.Done]
-// is closed and [Leadership.Context] cancelled. [Leadership.Resign] stops
-// it. Pass [Leadership.Term] to the resources the leader writes: they
-// refuse writes with a lower term than the highest they have seen, which
-// makes a deposed leader harmless.
+// [Election.Campaign], kept alive by a [KeepAlive] of its own until
+// [Leadership.Resign]. Its loss is signalled before another campaigner can
+// be elected, as long as the clocks behave (see [KeepAliveOptions.Margin]):
+// [Leadership.Done] is closed and [Leadership.Context] cancelled. Pass
+// [Leadership.Term] to the resources the leader writes: refusing writes
+// with a lower term than the highest seen makes a deposed leader harmless.
 //
 // Its methods are safe for concurrent use and accept a nil *Leadership (it
 // behaves as one that has ended).
@@ -32,9 +30,8 @@ type Leadership struct {
 	resigned bool // a Resign ended the leadership
 }
 
-// Term returns the leadership's term: the fence token of its election key,
-// greater than the term of every earlier leadership of the election (0 for
-// a nil Leadership).
+// Term returns the leadership's term, the fence token of its election key:
+// greater than every earlier leadership's (0 for a nil Leadership).
 func (l *Leadership) Term() int64 { return l.locked().FenceToken() }
 
 // Value returns the value the leader was elected with, or the last one
@@ -48,26 +45,21 @@ func (l *Leadership) Value() string {
 	return l.value
 }
 
-// Token returns the token of the leadership's lock on the election key
-// ("" for a nil Leadership).
+// Token returns the token of the leadership's lock ("" for a nil Leadership).
 func (l *Leadership) Token() string { return l.locked().Token() }
 
-// Done returns a channel that is closed when the leadership ends: lost, or
-// resigned. [Leadership.Err] then says which. A nil Leadership returns a
-// closed channel.
+// Done returns a channel that is closed when the leadership ends, lost or
+// resigned ([Leadership.Err] says which); a nil Leadership's is closed.
 func (l *Leadership) Done() <-chan struct{} { return l.kept().Done() }
 
-// Err returns nil while the leadership lasts; once Done is closed, an error
-// matching [ErrLockLost] when it was lost (see [KeepAlive] for the causes it
-// also matches), or [ErrKeepAliveStopped] after [Leadership.Resign]. A nil
-// Leadership returns ErrKeepAliveStopped.
+// Err returns nil while the leadership lasts; once Done is closed, as
+// [KeepAlive.Err]: an error matching [ErrLockLost] when it was lost, or
+// [ErrKeepAliveStopped] after [Leadership.Resign] (and for a nil Leadership).
 func (l *Leadership) Err() error { return l.kept().Err() }
 
-// Context returns a context derived from parent that is cancelled when the
-// leadership ends, with [Leadership.Err] as its cause: an error matching
-// [ErrLockLost] when it is lost (before another campaigner can be elected,
-// while the clocks behave), [ErrKeepAliveStopped] after Resign. Call the
-// CancelFunc when done; parent must not be nil.
+// Context returns a context derived from parent, cancelled with cause
+// [Leadership.Err] when the leadership ends, as [KeepAlive.Context] does;
+// call the CancelFunc when done. parent must not be nil.
 func (l *Leadership) Context(parent context.Context) (context.Context, context.CancelFunc) {
 	return l.kept().Context(parent)
 }
@@ -76,9 +68,8 @@ func (l *Leadership) Context(parent context.Context) (context.Context, context.C
 // (see [KeepAlive.ValidUntil]); the zero Time for a nil Leadership.
 func (l *Leadership) ValidUntil() time.Time { return l.kept().ValidUntil() }
 
-// locked and kept return the leadership's lock and keep-alive, nil for a nil
-// Leadership (whose methods then behave as those of a nil *Lock or
-// *KeepAlive).
+// locked and kept return nil for a nil Leadership, whose methods then
+// behave as those of a nil *Lock or *KeepAlive.
 func (l *Leadership) locked() *Lock {
 	if l == nil {
 		return nil
@@ -94,13 +85,13 @@ func (l *Leadership) kept() *KeepAlive {
 }
 
 // Proclaim changes the leader's value to value, keeping its term, and tells
-// the observers ([Election.Observe]), blocking for one round trip. It
-// succeeds only while the caller still leads: when the leadership has
+// the observers ([Election.Observe]), blocking for one round trip; calls of
+// one Leadership run one at a time. When the leadership is known to have
 // ended it returns [ErrNotLeader] (matching [ErrLockLost] too when it was
-// lost), sending nothing if that was known; when Redis finds the key gone
-// or taken, the leadership is marked lost (Done is closed). A Redis error is returned as it is; the value may then have
-// changed on Redis or not ([Leadership.Value] keeps the old one). Proclaim
-// calls of one Leadership run one at a time. Bad input: [ErrNilContext].
+// lost) and sends nothing; when Redis finds the key gone or taken, it marks
+// the leadership lost (Done is closed) and returns the same. A Redis error
+// is returned as it is; the value may then have changed on Redis or not
+// ([Leadership.Value] keeps the old one). A nil ctx gives [ErrNilContext].
 func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 	if l == nil {
 		return ErrNotLeader
@@ -128,19 +119,17 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 	return nil
 }
 
-// Resign ends the leadership: it stops the keep-alive (Done is closed, Err
-// is [ErrKeepAliveStopped], the contexts of [Leadership.Context] are
-// cancelled) before it sends anything, then releases the election key,
-// which hands it at once to the longest-waiting campaigner, and tells the
-// observers (see docs/election.md). The leadership has ended whatever the
-// outcome: a Resign that fails does not make it lead again.
+// Resign ends the leadership, whatever the outcome: it stops the
+// keep-alive (see [Leadership.Err]) before it sends anything, then releases
+// the election key as [Lock.Release] does, handing it to the
+// longest-waiting campaigner, and tells the observers.
 //
-// It returns nil once the key is released, and on every later call. It
-// returns [ErrLockNotHeld] when the leadership had been lost before (the key
-// expired or was taken); later calls return nil. A Redis error is returned
-// as it is; the key then expires after its TTL, unless a later Resign
-// releases it. When ctx has already ended, Resign still runs, bounded by a
-// timeout of its own of 5 seconds, as [Lock.Release] does.
+// It returns nil once the key is released, and on every later call;
+// [ErrLockNotHeld] when the leadership had been lost before (the key
+// expired or was taken; later calls return nil); a Redis error as it is,
+// the key then expiring after its TTL unless a later Resign releases it;
+// [ErrNilContext] for a nil ctx. When ctx has already ended, Resign still
+// runs, for 5 s at most, as [Lock.Release] does.
 func (l *Leadership) Resign(ctx context.Context) error {
 	if l == nil {
 		return nil

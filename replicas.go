@@ -38,11 +38,10 @@ func checkReplicas(client RedisClient, opt *Options) error {
 	return fmt.Errorf("%w: Options.MinReplicas needs a *redis.Client (single node or Sentinel failover client) or a *redis.ClusterClient, not %T", ErrUnsupportedClient, client)
 }
 
-// confirmReplicas makes sure, when opt.MinReplicas is set, that that many
-// replicas have the lock just obtained (docs/failover.md). When fewer
-// acknowledge within the timeout, or the lock is no longer ours, it
-// releases the lock and returns the error. args are the obtain script's
-// ARGV.
+// confirmReplicas waits, when opt.MinReplicas is set, for that many
+// replicas to acknowledge the lock just obtained (docs/failover.md); when
+// they do not in time, or the lock is no longer ours, it releases the lock
+// and returns the error. args are the obtain script's ARGV.
 func confirmReplicas(ctx context.Context, lock *Lock, opt *Options, scriptKeys []string, args ...any) error {
 	want := opt.minReplicas()
 	if want <= 0 {

@@ -12,48 +12,37 @@ import (
 // instead of sleeping a fixed backoff: waiters stand in line, across
 // clients and processes, each keeping its place for as long as it waits,
 // and the holder's [Lock.Release] hands the lock to the one that arrived
-// first, and wakes no other. Waiting ends at the context's deadline or,
-// when the context has none, the TTL after the call began, as with every
-// strategy; a waiter never sleeps past the holder's expiry, so the lock of
-// a holder that died is taken as soon as its key expires.
+// first, and wakes no other. The wait ends as [Client.ObtainMulti] says,
+// but a waiter never sleeps past the holder's expiry: the lock of a holder
+// that died is taken as soon as its key expires.
 //
 // A waiter handed the lock must take it within its claim window,
-// min(500 ms, its TTL): one that does not leaves the key to expire at the
-// end of the window, and the line goes on. A caller's first attempt takes
-// a free lock as any Obtain does, but a waiter already in line never
-// passes one that arrived before it.
+// min(500 ms, its TTL), or the key expires at the end of the window and
+// the line goes on. A caller's first attempt takes a free lock as any
+// Obtain does, but a waiter already in line never passes one that arrived
+// before it.
 //
 // Every party to the lock should use it: the Release of a lock obtained
 // with it, or attached with [Client.Attach], hands the lock over to a
 // registered waiter; the Release of a lock obtained otherwise deletes it,
 // and waiters notice when their block ends (within about a second). Use
-// it for a lock that is contended and held briefly. docs/waiting.md
-// describes the mechanism, its costs (round trips, blocked connections,
-// companion keys) and its figures.
+// it for a lock that is contended and held briefly. docs/waiting.md has the
+// mechanism, its costs and its figures. Wrapped in [LimitRetry], [Jitter]
+// or [FullJitter] it stays event-driven; in any other wrapper it polls
+// ([RetryStrategy]).
 //
-// It composes with [LimitRetry], where each attempt after a block counts
-// one, and with [Jitter] and [FullJitter], which spread fallback's
-// backoffs. Any other wrapper (a strategy written by the caller, even
-// around this one) polls with its own NextBackoff.
-//
-// fallback is used where events cannot be: between attempts that failed on
-// a transient Redis error, and in place of blocking when the client, the
-// server's ACL or the key's name does not allow it (a [RedisClient] that is
-// only a redis.Scripter, a short ReadTimeout, no BLPOP, a key without hash
-// tag that contains "}": docs/waiting.md). Polling then sleeps fallback's
-// backoff, or less when the holder expires sooner.
+// fallback is used between attempts that failed on a transient Redis
+// error, and to poll when the client, the server's ACL or the key's name
+// does not allow blocking (a [RedisClient] that is only a redis.Scripter,
+// a short ReadTimeout, no BLPOP, a key without hash tag that contains "}").
 // Default (nil): ExponentialBackoff(8ms, 128ms) with ±50% [Jitter].
 //
 // Cancelling the context ends the wait of a goroutine at once, unless it is
 // the one that blocks on Redis for its client and key: that one notices
-// when its block ends, within about a second. The context's deadline
-// bounds the wait whatever the server's hz. A waiter that gives up takes
-// its registration back with one more script call. Errors are those of
-// [Client.ObtainMulti].
-//
-// [Lock.Refresh] given this strategy retries transient errors with
-// fallback, and NextBackoff returns fallback's. Like the other strategies,
-// the value is safe for concurrent use and each call starts afresh.
+// when its block ends, within about a second. Errors are those of
+// [Client.ObtainMulti]. [Lock.Refresh] given this strategy retries
+// transient errors with fallback, and NextBackoff returns fallback's. It is
+// safe for concurrent use, and each call starts afresh.
 func WaitForRelease(fallback RetryStrategy) RetryStrategy {
 	if fallback == nil {
 		fallback = Jitter(ExponentialBackoff(8*time.Millisecond, 128*time.Millisecond), 0.5)
@@ -61,18 +50,15 @@ func WaitForRelease(fallback RetryStrategy) RetryStrategy {
 	return retry.Events(fallback)
 }
 
-// waitFailed is the error of a wait that ended with err (not nil), out
-// being what the wait obtained, in this package's words (see
-// handoff.Failed); keys name the wait in an [ErrUnexpectedReply]. A lock
-// obtained by a block that outlasted the context is given back with
-// release.
+// waitFailed words the error err (not nil) of a wait that obtained out
+// (handoff.Failed); a lock obtained by a block that outlasted the context
+// is given back with release.
 func waitFailed(ctx context.Context, out handoff.Outcome, err error, keys []string, release func(context.Context)) error {
 	return handoff.Failed(ctx, out, err, keys, ErrNotObtained, ErrUnexpectedReply, releaseTimeout, release)
 }
 
-// waited is the waiting strategy's state in a lease that a wait of
-// WaitForRelease obtained (or that Attach made): what its release needs
-// to hand the keys over. A handle without one deletes its keys.
+// waited is what the release of a lease that WaitForRelease obtained (or
+// Attach made) needs to hand its keys over; a handle without one deletes.
 type waited struct {
 	companions []string      // the keys and their companions, as the wait named them; nil: work them out
 	hint       *handoff.Hint // the Client's, told when a release hands a key over; nil: not told
@@ -81,10 +67,10 @@ type waited struct {
 	ifAllowed  bool          // attached: a user whom the ACL refuses the queues deletes instead
 }
 
-// releaseCall is release.lua for the lock h, handing each key of ours over
-// to its next waiter; ok is false when the keys cannot have companions in
-// their slot (the caller deletes instead). A lock whose wait asked again
-// at once, alone, also registers its next wait (release.lua's ARGV[3]).
+// releaseCall is release.lua for h, handing each key of ours over to its
+// next waiter; ok is false when the keys cannot have companions in their
+// slot (the caller deletes instead). A lock whose wait asked again at once,
+// alone, also registers its next wait (release.lua's ARGV[3]).
 func (w *waited) releaseCall(h *handle) (c call, ok bool) {
 	keys, ok := handoff.ReleaseKeys(w.companions, h.keys)
 	if !ok {
@@ -110,9 +96,8 @@ func (w *waited) handedOver(h *handle, c call, sent time.Time) {
 // command to the user (handoff.DeniedByACL).
 func deniedByACL(err error) bool { return handoff.DeniedByACL(err) }
 
-// withdraw takes back the registration id that a release of key made for
-// the Client's next wait, which went to another key instead (see
-// handoff.Withdraw). Best effort.
+// withdraw takes back, best effort, the registration id that a release of
+// key made for the Client's next wait, which went to another key instead.
 func (c *Client) withdraw(ctx context.Context, key, id string) {
 	handoff.Withdraw(ctx, leaveScript, c.client, key, id)
 }
