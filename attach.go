@@ -38,7 +38,7 @@ func (c *Client) Attach(keys []string, token string, fence int64) (*Lock, error)
 	if token == "" {
 		return nil, fmt.Errorf("%w: empty token", ErrInvalidToken)
 	}
-	h := &handle{be: &c.one, kind: lockKind{}, keys: slices.Clone(keys), token: token, tokenArg: token, fence: fence,
+	h := &handle{be: &c.one, kind: lockKind{}, keys: slices.Clone(keys), token: token, argBuf: [7]any{token}, fence: fence,
 		wait: &waited{hint: &c.requeue, ifAllowed: true}}
 	h.matched.Store(&native.Value{}) // not known: the first native compare reads it
 	c.observeAttach(h)

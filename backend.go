@@ -94,7 +94,7 @@ func (s *single) run(ctx context.Context, h *handle, c call) (int64, error) {
 			return n, err
 		}
 	case c.plain:
-		c.plain, c.script, c.args = false, plainScript, h.argBuf[5:8]
+		c.plain, c.script, c.args = false, plainScript, h.argBuf[4:7]
 		if len(c.keys) == 1 {
 			script := func() (int64, error) { return s.run(ctx, h, c) }
 			return s.natives.Obtain(ctx, c.keys[0], &h.args, h.metadata, obtainHeld, script)

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redislock/redislock/internal/handoff"
 	"github.com/redislock/redislock/internal/quorum"
+	"github.com/redislock/redislock/internal/retry"
 )
 
 // RedisClient is the part of a go-redis client that redislock uses: running
@@ -177,10 +178,11 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 		h.be = &quorumLease{e: c.quorum}
 	}
 	token := opt.token()
+	var tokenArg any = token
 	if token != "" {
-		h.token, h.tokenArg = token, token
+		h.token = token
 	} else {
-		h.tokenArg = h.args.NewToken()
+		tokenArg = h.args.NewToken()
 	}
 	ttlArg := h.args.TTL(ms)
 	scriptKeys := h.keyBuf[:0]
@@ -195,12 +197,14 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 		scriptKeys = append(scriptKeys, fenceKey)
 		fenced = h.args.Fence(fenceKey)
 	}
-	h.argBuf = [8]any{h.tokenArg, h.metadata, ttlArg, fenced, ""}
-	args := h.argBuf[:5]
-	// The first attempt on one key with a generated token is plain (backend.go).
-	plain := len(keys) == 1 && token == ""
+	h.argBuf = [7]any{tokenArg, h.metadata, ttlArg, fenced, ""}
+	args := h.argBuf[:5] // the fifth only for a wait
+	// The first attempt on one key with a generated token is plain
+	// (backend.go), unless it waits; its arguments follow the script's four.
+	_, waiting := retry.PlanOf(opt.retryStrategy())
+	plain := len(keys) == 1 && token == "" && !waiting
 	if plain {
-		h.argBuf[5], h.argBuf[6], h.argBuf[7] = h.args.Owner(), h.args.Rest(h.metadata, fenceKey != ""), ttlArg
+		h.argBuf[4], h.argBuf[5], h.argBuf[6] = h.args.Owner(), h.args.Rest(h.metadata, fenceKey != ""), ttlArg
 	}
 	a := acquisition{
 		h: h, ttl: ttl, strategy: opt.retryStrategy(), minHold: opt.minHold(), kind: KindLock, inCall: inCall, obs: campaign,
@@ -210,16 +214,15 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 			PollArgs: args, Leave: leaveScript},
 		handsOver: true,
 	}
-	_, waiting := planOf(a.strategy)
 	if waiting && len(keys) == 1 {
 		a.wait.ID, a.wait.Registered, a.wait.Requeue = c.requeue.Take(keys[0])
 	}
 	if other, id, ok := c.requeue.Stale(keys[0]); ok {
-		c.withdraw(ctx, other, id)
+		handoff.Withdraw(ctx, leaveScript, c.client, other, id) // best effort: registered by its last release, for another key
 	}
 	if opt.minReplicas() > 0 {
 		a.confirm = func(ctx context.Context) error {
-			return confirmReplicas(ctx, (*Lock)(h), opt, scriptKeys, h.tokenArg, h.metadata, ttlArg, fenced)
+			return confirmReplicas(ctx, (*Lock)(h), opt, scriptKeys, tokenArg, h.metadata, ttlArg, fenced)
 		}
 	}
 	seen := inCall || c.hooks.Load() != nil || waiting || opt.minReplicas() > 0

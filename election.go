@@ -132,7 +132,7 @@ func (e *Election) round(ctx context.Context, obs *observation, opt *Options, va
 		return nil, err
 	}
 	held, err := election.Proclaim(ctx, electionProclaimScript, e.client.client, e.name, e.channel,
-		lock.tokenArg, value, e.sharded)
+		lock.held().tokenArg(), value, e.sharded)
 	switch {
 	case err == nil && !held:
 		lock.lease.Lost(time.Now())

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redislock/redislock/internal/handoff"
 	"github.com/redislock/redislock/internal/lease"
 	"github.com/redislock/redislock/internal/native"
 	"github.com/redislock/redislock/internal/value"
@@ -23,7 +24,6 @@ type handle struct {
 	kind     kind         // what its primitive does differently
 	keys     []string     // the keys its scripts take
 	token    string       // set when the handle is shared (see setToken)
-	tokenArg any          // the token, boxed once for every script call
 	metadata string       // as obtained
 	fence    int64        // as obtained
 	hold     *time.Time   // until when a release keeps the keys ([Options.MinHold]); nil: none
@@ -32,7 +32,7 @@ type handle struct {
 	wait     *waited      // how its release hands over; nil: it deletes (waitforrelease.go)
 	args     value.Args   // the obtain's generated token, TTL and fence tag
 	keyBuf   [3]string    // keys' storage: one key (or a semaphore's two), a fence key
-	argBuf   [8]any       // the obtain scripts' arguments' storage, written before the handle is shared
+	argBuf   [7]any       // the token (see tokenArg), then the obtain's other arguments; written before the handle is shared
 
 	// matched is the value a native compare last matched (backend.go,
 	// internal/native), for the kinds whose keys hold a lock's value.
@@ -68,6 +68,12 @@ func (h *handle) setToken() {
 		h.token = h.args.Token()
 	}
 }
+
+// tokenArg returns the token as the scripts take it, boxed once.
+func (h *handle) tokenArg() any { return h.argBuf[0] }
+
+// tokenArgs returns the arguments of the scripts that take the token alone.
+func (h *handle) tokenArgs() []any { return h.argBuf[:1:1] }
 
 func (h *handle) key() string {
 	if h == nil || len(h.keys) == 0 {
@@ -219,7 +225,7 @@ func (h *handle) releaseReply(ctx context.Context, c call, sent time.Time, r int
 		}
 		return held, 0, err
 	}
-	if err != nil && c.denied != nil && deniedByACL(err) {
+	if err != nil && c.denied != nil && handoff.DeniedByACL(err) {
 		c = *c.denied
 		r, err = h.be.run(ctx, h, c)
 	}

@@ -3,6 +3,8 @@ package redislock
 import (
 	"testing"
 	"time"
+
+	"github.com/redislock/redislock/internal/retry"
 )
 
 func TestJitterBounds(t *testing.T) {
@@ -41,7 +43,7 @@ func TestJitterBounds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// Each run starts the strategy afresh, as a call does.
 			for range 200 {
-				s := startRetry(tc.s)
+				s := retry.Start(tc.s)
 				for i := range tc.lo {
 					d := s.NextBackoff()
 					if d < tc.lo[i] || d > tc.hi[i] {

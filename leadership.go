@@ -107,7 +107,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 	}
 	e, sent := l.election, time.Now()
 	held, err := election.Proclaim(ctx, electionProclaimScript, e.client.client, e.name, e.channel,
-		l.lock.tokenArg, value, e.sharded)
+		l.lock.held().tokenArg(), value, e.sharded)
 	if err != nil {
 		return err
 	}

@@ -110,11 +110,11 @@ type lockKind struct{}
 func (lockKind) public(h *handle) Handle { return (*Lock)(h) }
 
 func (lockKind) refreshCall(h *handle, ms int64) call {
-	return call{op: opRefresh, script: refreshScript, keys: h.keys, args: []any{h.tokenArg, ms}, compare: true, ms: ms}
+	return call{op: opRefresh, script: refreshScript, keys: h.keys, args: []any{h.tokenArg(), ms}, compare: true, ms: ms}
 }
 
 func (lockKind) ttlCall(h *handle) call {
-	return call{op: opTTL, script: ttlScript, keys: h.keys, args: []any{h.tokenArg}}
+	return call{op: opTTL, script: ttlScript, keys: h.keys, args: h.tokenArgs()}
 }
 
 // releaseCall hands the keys over to their waiters when the lock was
@@ -136,7 +136,11 @@ func (lockKind) releaseCall(h *handle) call {
 // generated token runs delete_one.lua, which compares only the owner prefix.
 func deleteCall(h *handle) call {
 	if owner := h.args.Owner(); owner != nil && len(h.keys) == 1 {
-		return call{op: opRelease, script: deleteOne, keys: h.keys, args: []any{owner}, compare: true, units: 1}
+		args := h.argBuf[4:5:5] // the owner, after a plain first attempt (client.go)
+		if args[0] != any(owner) {
+			args = []any{owner}
+		}
+		return call{op: opRelease, script: deleteOne, keys: h.keys, args: args, compare: true, units: 1}
 	}
-	return call{op: opRelease, script: deleteScript, keys: h.keys, args: []any{h.tokenArg}, compare: true, units: len(h.keys)}
+	return call{op: opRelease, script: deleteScript, keys: h.keys, args: h.tokenArgs(), compare: true, units: len(h.keys)}
 }

@@ -61,7 +61,7 @@ func (c *Client) acquire(ctx context.Context, a *acquisition) error {
 	} else {
 		h.obs = a.obs
 	}
-	plan, waiting := planOf(a.strategy)
+	plan, waiting := retry.PlanOf(a.strategy)
 	waiting = waiting && h.be.redis() != nil
 	if h.obs != nil || waiting {
 		h.setToken() // a hook or a wait sees it
@@ -148,7 +148,7 @@ func (c *Client) wait(ctx context.Context, a *acquisition, plan retry.Plan) erro
 	if err == nil {
 		return nil
 	}
-	return waitFailed(ctx, out, err, a.wait.Keys, func(rctx context.Context) {
+	return handoff.Failed(ctx, out, err, a.wait.Keys, ErrNotObtained, ErrUnexpectedReply, releaseTimeout, func(rctx context.Context) {
 		if h.wait != nil {
 			h.wait.hint = nil // given back, not released by the caller: no requeue
 		}
@@ -167,7 +167,7 @@ type waitRequest struct {
 
 func (r *waitRequest) backoff() time.Duration {
 	if r.fallback == nil {
-		r.fallback = startRetry(r.plan)
+		r.fallback = retry.Start(r.plan)
 	}
 	return r.fallback.NextBackoff()
 }

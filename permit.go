@@ -62,16 +62,16 @@ type permitKind struct{}
 func (permitKind) public(h *handle) Handle { return (*Permit)(h) }
 
 func (permitKind) refreshCall(h *handle, ms int64) call {
-	return call{op: opRefresh, script: semRefreshScript, keys: h.keys, args: []any{h.tokenArg, ms}, needs: semNeeds}
+	return call{op: opRefresh, script: semRefreshScript, keys: h.keys, args: []any{h.tokenArg(), ms}, needs: semNeeds}
 }
 
 func (permitKind) ttlCall(h *handle) call {
-	return call{op: opTTL, script: semTTLScript, keys: h.keys[:1], args: []any{h.tokenArg}, ro: true, needs: semNeeds}
+	return call{op: opTTL, script: semTTLScript, keys: h.keys[:1], args: h.tokenArgs(), ro: true, needs: semNeeds}
 }
 
 // releaseCall hands the slot over when the permit waited to be acquired.
 func (permitKind) releaseCall(h *handle) call {
-	c := call{op: opRelease, script: semReleaseScript, keys: h.keys, args: []any{h.tokenArg}, needs: semNeeds, units: 1}
+	c := call{op: opRelease, script: semReleaseScript, keys: h.keys, args: h.tokenArgs(), needs: semNeeds, units: 1}
 	if h.wait != nil {
 		q, _ := handoff.ReleaseKeys(h.wait.companions, h.keys[:1]) // line, liveness set: checked to exist
 		c.keys = []string{h.keys[0], h.keys[1], q[1], q[2]}

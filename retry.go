@@ -58,12 +58,6 @@ func FullJitter(s RetryStrategy) RetryStrategy { return retry.FullJitter(s) }
 // below one millisecond counts as one millisecond.
 func DecorrelatedJitter(min, max time.Duration) RetryStrategy { return retry.Decorrelated(min, max) }
 
-// startRetry returns the per-call copy of s.
-func startRetry(s RetryStrategy) RetryStrategy { return retry.Start(s) }
-
-// planOf returns the event-driven plan of s ([WaitForRelease], wrapped or not).
-func planOf(s RetryStrategy) (retry.Plan, bool) { return retry.PlanOf(s) }
-
 // withRetry runs attempt until it is done (its err is then the result), the
 // strategy gives up, or ctx ends (without a deadline, at now+ttl); a failed
 // attempt's err is the transient error, or nil when another holds the lock.

@@ -118,11 +118,11 @@ func (w *WriteLock) Downgrade(ctx context.Context, ttl time.Duration) (*ReadLock
 	if err != nil {
 		return nil, err
 	}
-	r := &handle{be: h.be, kind: (*readKind)(rw), keys: h.keys, token: h.token, tokenArg: h.tokenArg, metadata: h.metadata}
+	r := &handle{be: h.be, kind: (*readKind)(rw), keys: h.keys, token: h.token, argBuf: [7]any{h.tokenArg()}, metadata: h.metadata}
 	err = rw.c.replace(ctx, h, &acquisition{
 		h: r, ttl: ttl, strategy: NoRetry(), kind: KindRead, name: rw.name,
 		attempt: call{op: opObtain, script: rwDowngradeScript, keys: h.keys,
-			args: []any{h.tokenArg, ms, h.metadata}},
+			args: []any{h.tokenArg(), ms, h.metadata}},
 		failed: func(_ context.Context, err error, _ bool) error {
 			if errors.Is(err, ErrNotObtained) {
 				return ErrLockNotHeld // the write lock was gone: nothing changed
@@ -146,19 +146,19 @@ func (k *readKind) public(h *handle) Handle  { return (*ReadLock)(h) }
 func (k *writeKind) public(h *handle) Handle { return (*WriteLock)(h) }
 
 func (k *readKind) refreshCall(h *handle, ms int64) call {
-	return call{op: opRefresh, script: rwRRefreshScript, keys: k.keys[rwlock.Readers : rwlock.Holds+1], args: []any{h.tokenArg, ms}}
+	return call{op: opRefresh, script: rwRRefreshScript, keys: k.keys[rwlock.Readers : rwlock.Holds+1], args: []any{h.tokenArg(), ms}}
 }
 
 func (k *writeKind) refreshCall(h *handle, ms int64) call {
-	return call{op: opRefresh, script: refreshScript, keys: k.keys[:1], args: []any{h.tokenArg, ms}}
+	return call{op: opRefresh, script: refreshScript, keys: k.keys[:1], args: []any{h.tokenArg(), ms}}
 }
 
 func (k *readKind) ttlCall(h *handle) call {
-	return call{op: opTTL, script: rwRTTLScript, keys: k.keys[rwlock.Readers : rwlock.Readers+1], args: []any{h.tokenArg}}
+	return call{op: opTTL, script: rwRTTLScript, keys: k.keys[rwlock.Readers : rwlock.Readers+1], args: h.tokenArgs()}
 }
 
 func (k *writeKind) ttlCall(h *handle) call {
-	return call{op: opTTL, script: ttlScript, keys: k.keys[:1], args: []any{h.tokenArg}}
+	return call{op: opTTL, script: ttlScript, keys: k.keys[:1], args: h.tokenArgs()}
 }
 
 func (k *readKind) releaseCall(h *handle) call  { return rwRelease(h, rwRUnlockScript) }
@@ -166,5 +166,5 @@ func (k *writeKind) releaseCall(h *handle) call { return rwRelease(h, rwUnlockSc
 
 // rwRelease is a hold's release (reply 1: released), on all its keys.
 func rwRelease(h *handle, s *script.Script) call {
-	return call{op: opRelease, script: s, keys: h.keys, args: []any{h.tokenArg}, units: 1}
+	return call{op: opRelease, script: s, keys: h.keys, args: h.tokenArgs(), units: 1}
 }

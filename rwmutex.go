@@ -125,9 +125,9 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 		h.kind, run, kind = (*writeKind)(rw), rwLockScript, KindWrite
 	}
 	if token := opt.token(); token != "" {
-		h.token, h.tokenArg = token, token
+		h.token, h.argBuf[0] = token, token
 	} else {
-		h.tokenArg = h.args.NewToken()
+		h.argBuf[0] = h.args.NewToken()
 	}
 	keys := append(make([]string, 0, len(rw.keys)+1), rw.keys[:]...)
 	fenced := argUnfenced
@@ -136,7 +136,7 @@ func (rw *RWMutex) acquire(ctx context.Context, ttl time.Duration, opt *Options,
 	}
 	strategy := opt.retryStrategy()
 	reg := rwlock.Registration(!retry.IsNone(strategy)) // a polling waiter too
-	h.argBuf = [8]any{h.tokenArg, h.metadata, ms, fenced, reg}
+	h.argBuf = [7]any{h.tokenArg(), h.metadata, ms, fenced, reg}
 	args := h.argBuf[:5]
 	err = rw.c.acquire(ctx, &acquisition{
 		h: h, ttl: ttl, strategy: strategy, kind: kind, name: rw.name,

@@ -97,11 +97,11 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 		return nil, err
 	}
 	if token := opt.token(); token == "" {
-		h.tokenArg = h.args.NewToken()
+		h.argBuf[0] = h.args.NewToken()
 	} else if msg := semaphore.CheckToken(token); msg != "" {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidToken, msg)
 	} else {
-		h.token, h.tokenArg = token, token
+		h.token, h.argBuf[0] = token, token
 	}
 	// Capped, so that nothing appends into the fence key's place.
 	h.keys, h.keyBuf[2] = h.keyBuf[:2:2], fenceKey
@@ -109,7 +109,7 @@ func (s Semaphore) Acquire(ctx context.Context, ttl time.Duration, opt *Options)
 	if fenceKey != "" {
 		keys, fenced = h.keyBuf[:3], argFenced
 	}
-	h.argBuf = [8]any{h.tokenArg, h.metadata, ms, int64(s.limit), fenced}
+	h.argBuf = [7]any{h.tokenArg(), h.metadata, ms, int64(s.limit), fenced}
 	args := h.argBuf[:5]
 	err = s.c.acquire(ctx, &acquisition{
 		h: h, ttl: ttl, strategy: opt.retryStrategy(), minHold: opt.minHold(), kind: KindSemaphore, name: s.key,

@@ -1,7 +1,6 @@
 package redislock
 
 import (
-	"context"
 	"time"
 
 	"github.com/redislock/redislock/internal/handoff"
@@ -50,13 +49,6 @@ func WaitForRelease(fallback RetryStrategy) RetryStrategy {
 	return retry.Events(fallback)
 }
 
-// waitFailed words the error err (not nil) of a wait that obtained out
-// (handoff.Failed); a lock obtained by a block that outlasted the context
-// is given back with release.
-func waitFailed(ctx context.Context, out handoff.Outcome, err error, keys []string, release func(context.Context)) error {
-	return handoff.Failed(ctx, out, err, keys, ErrNotObtained, ErrUnexpectedReply, releaseTimeout, release)
-}
-
 // waited is what the release of a lease that WaitForRelease obtained (or
 // Attach made) needs to hand its keys over; a handle without one deletes.
 type waited struct {
@@ -76,7 +68,7 @@ func (w *waited) releaseCall(h *handle) (c call, ok bool) {
 	if !ok {
 		return call{}, false
 	}
-	c = call{op: opRelease, script: releaseScript, keys: keys, args: []any{h.tokenArg}, units: len(h.keys)}
+	c = call{op: opRelease, script: releaseScript, keys: keys, args: h.tokenArgs(), units: len(h.keys)}
 	if w.again && !w.ifAllowed && len(h.keys) == 1 && len(keys) == 3 {
 		c.next = handoff.NewID(w.ttl)
 		c.args = append(c.args, c.next, handoff.RegistrationArg, handoff.RegisteredLapseArg)
@@ -90,14 +82,4 @@ func (w *waited) handedOver(h *handle, c call, sent time.Time) {
 	if len(h.keys) == 1 {
 		w.hint.HandedOver(&h.keys[0], c.next, sent)
 	}
-}
-
-// deniedByACL reports whether err is the server refusing a key or a
-// command to the user (handoff.DeniedByACL).
-func deniedByACL(err error) bool { return handoff.DeniedByACL(err) }
-
-// withdraw takes back, best effort, the registration id that a release of
-// key made for the Client's next wait, which went to another key instead.
-func (c *Client) withdraw(ctx context.Context, key, id string) {
-	handoff.Withdraw(ctx, leaveScript, c.client, key, id)
 }

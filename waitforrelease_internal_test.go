@@ -13,6 +13,7 @@ import (
 	"github.com/redislock/redislock/internal/handoff"
 	"github.com/redislock/redislock/internal/leaktest"
 	"github.com/redislock/redislock/internal/redistest"
+	"github.com/redislock/redislock/internal/retry"
 )
 
 // The waiting goroutines that leave, obtain or give up leave no goroutine,
@@ -103,7 +104,7 @@ func TestWaitForReleaseStrategy(t *testing.T) {
 	// Where a call retries without events (Refresh, transient errors), it
 	// follows the fallback, afresh each call.
 	for range 2 {
-		s := startRetry(w)
+		s := retry.Start(w)
 		for i, want := range []time.Duration{ms, ms, 0} {
 			if got := s.NextBackoff(); got != want {
 				t.Fatalf("backoff %d = %v, want %v", i+1, got, want)
@@ -114,7 +115,7 @@ func TestWaitForReleaseStrategy(t *testing.T) {
 		t.Errorf("NextBackoff = %v, want the fallback's %v", got, ms)
 	}
 	// The default fallback: ExponentialBackoff(8ms, 128ms) with ±50% jitter.
-	s := startRetry(WaitForRelease(nil))
+	s := retry.Start(WaitForRelease(nil))
 	for i, base := range []time.Duration{8 * ms, 8 * ms, 16 * ms, 32 * ms, 64 * ms, 128 * ms, 128 * ms} {
 		if got := s.NextBackoff(); got < base/2 || got > base*3/2 {
 			t.Fatalf("default backoff %d = %v, want %v ± 50%%", i+1, got, base)

@@ -25,9 +25,6 @@
 --
 -- Reply, an integer, as obtain.lua's without a waiter: 1 held by another;
 -- otherwise obtained, the fence token (0 without fence counter).
-local function fence_of(v)
-  return tonumber(string.match(string.sub(v, #ARGV[1] + 1), "^(%d+)")) or 0
-end
 if #KEYS == 1 then
   if redis.call("SET", KEYS[1], ARGV[1] .. "0" .. ARGV[2], "NX", "PX", ARGV[3]) then return 0 end
 else
@@ -37,15 +34,15 @@ else
   if redis.call("SET", KEYS[1], ARGV[1] .. s .. ARGV[2], "NX", "PX", ARGV[3]) then
     local cur = redis.pcall("SET", KEYS[2], s, "KEEPTTL", "GET")
     if not cur then return now end
-    if type(cur) == "table" or not string.match(cur, "^%d+$") or tonumber(cur) >= 9007199254740992 then
+    local n = type(cur) == "string" and string.match(cur, "^%d+$") and tonumber(cur)
+    if not n or n >= 9007199254740992 then
       redis.call("DEL", KEYS[1])
       if type(cur) == "table" then return cur end
       redis.call("SET", KEYS[2], cur, "KEEPTTL")
       return redis.error_reply("ERR redislock: fence key " .. KEYS[2] .. " does not hold an integer")
     end
-    cur = tonumber(cur)
-    if cur < now then return now end
-    now = cur + 1
+    if n < now then return now end
+    now = n + 1
     s = string.format("%.0f", now)
     redis.call("SET", KEYS[2], s, "KEEPTTL")
     redis.call("SET", KEYS[1], ARGV[1] .. s .. ARGV[2], "PX", ARGV[3])
@@ -55,6 +52,6 @@ end
 local v = redis.call("GET", KEYS[1])
 if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   redis.call("PEXPIRE", KEYS[1], ARGV[3])
-  return fence_of(v)
+  return tonumber(string.match(string.sub(v, #ARGV[1] + 1), "^(%d+)")) or 0
 end
 return 1
