@@ -133,7 +133,7 @@ func (a *Args) Token() string {
 
 // TTL returns ms (not negative) as an argument.
 func (a *Args) TTL(ms int64) *DecimalArg {
-	a.ttl.n = uint8(len(strconv.AppendInt(a.ttl.b[:0], ms, 10)))
+	a.ttl.n = uint8(len(strconv.AppendInt(a.ttl.b[:0], ms, 10))) //nolint:gosec // G115: at most 19 digits
 	return &a.ttl
 }
 
