@@ -172,8 +172,10 @@ func (c *Client) obtain(ctx context.Context, keys []string, ttl time.Duration, o
 	h, _ := c.spare.Get().(*handle)
 	if h == nil {
 		h = new(handle)
+	} else {
+		*h = handle{}
 	}
-	*h = handle{be: &c.one, kind: lockKind{}, metadata: opt.metadata()}
+	h.be, h.kind, h.metadata = &c.one, lockKind{}, opt.metadata()
 	if c.quorum != nil {
 		h.be = &quorumLease{e: c.quorum}
 	}
