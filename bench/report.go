@@ -103,7 +103,9 @@ func (r *report) writeMicro(w io.Writer) {
 	p("whole process's allocations per operation, background goroutines of a client included. Round trips\n")
 	p("per operation: counted on a separate client. %s is the floor of a fenced lock: the least a\n", fencedFloorName)
 	p("script obtain with this library's fence guarantee costs (the server's TIME, the key's SET NX, the counter's\n")
-	p("SET … GET), and the same release as the floor's with a prefix compare.\n\n")
+	p("SET … GET), and the same release as the floor's with a prefix compare. %s is that floor with\n", perLockFloorName)
+	p("what any lock library adds on the client: a token generated for each lock (16 bytes of crypto/rand) in a\n")
+	p("lock value of its own, which also holds the keys and the fence key's tag (SHA-1).\n\n")
 	p("| library | client | 1 goroutine: ns/op | ops/s | allocs/op | B/op | round trips | time ÷ floor | %d goroutines: ns/op | ops/s | allocs/op | B/op | time ÷ floor |\n", parallelGoroutines)
 	p("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, row := range r.Micro {

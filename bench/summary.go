@@ -22,7 +22,7 @@ func (r *report) peers() []*microRow {
 	var out []*microRow
 	for i := range r.Micro {
 		row := &r.Micro[i]
-		if row.IsPing || row.IsThisRepo || row.IsFloor || row.Name == intFloorName || row.Name == fencedFloorName {
+		if row.IsPing || row.IsThisRepo || row.IsFloor || row.Name == intFloorName || row.Name == fencedFloorName || row.Name == perLockFloorName {
 			continue
 		}
 		out = append(out, row)
@@ -49,7 +49,7 @@ func met(ok bool) *bool { return &ok }
 func (r *report) summary() []summaryRow {
 	var out []summaryRow
 	floor, ours, fenced, intFloor := r.floor(), r.row(oursName), r.row(fencedName), r.row(intFloorName)
-	fencedFloor := r.row(fencedFloorName)
+	fencedFloor, perLock := r.row(fencedFloorName), r.row(perLockFloorName)
 	if floor == nil || ours == nil {
 		return nil
 	}
@@ -80,7 +80,8 @@ func (r *report) summary() []summaryRow {
 		out = append(out, summaryRow{fmt.Sprintf("same, %d goroutines", parallelGoroutines), fmt.Sprintf("%.2f× (%s; floor %s)", q, cost(ours.ObtainN), cost(floor.ObtainN)), peerText(timeRatio(many)), "—", nil})
 	}
 	// The floor of a fenced lock beside ours: the least a fenced obtain
-	// with the same guarantee costs in a script.
+	// with the same guarantee costs in a script; and the same with a
+	// token generated for each lock, the least a library adds to it.
 	atFencedFloor := func(get func(*microRow) *figure, withCost bool) string {
 		if fencedFloor == nil {
 			return ""
@@ -89,10 +90,19 @@ func (r *report) summary() []summaryRow {
 		if !ok {
 			return ""
 		}
+		s := fmt.Sprintf("fenced floor %.2f×", q)
 		if withCost {
-			return fmt.Sprintf("; fenced floor %.2f×, %s", q, cost(get(fencedFloor)))
+			s += ", " + cost(get(fencedFloor))
 		}
-		return fmt.Sprintf(" (fenced floor %.2f×)", q)
+		if perLock != nil {
+			if t, ok := timeRatio(get)(perLock); ok {
+				s += fmt.Sprintf("; with a token per lock %.2f×", t)
+			}
+		}
+		if withCost {
+			return "; " + s
+		}
+		return " (" + s + ")"
 	}
 	if fenced != nil {
 		if q, ok := timeRatio(one)(fenced); ok {
