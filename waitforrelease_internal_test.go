@@ -130,49 +130,77 @@ func TestWaitForReleaseStrategy(t *testing.T) {
 // once it attempts again; a later waiter that finds the key free hands it
 // to the one that arrived before it; a waiter that leaves passes on a key
 // reserved for it; and nothing is left behind.
-func TestLineScripts(t *testing.T) {
+// lineHarness drives the scripts of the line one by one on one key, for
+// waiters named by the tests (ids with a claim window of 50 ms, so that a
+// lapse takes little time).
+type lineHarness struct {
+	t           *testing.T
+	ctx         context.Context
+	rdb         *redis.Client
+	key         string
+	c           []string // the key, its line and its liveness set
+	line, alive string
+}
+
+func newLineHarness(t *testing.T) *lineHarness {
 	srv := redistest.SharedServer(t, redistest.Redis)
-	ctx := context.Background()
-	rdb := srv.Client(t)
 	key := redistest.Key(t, "lock")
 	c, _ := handoff.Companions([]string{key})
-	line, alive := c[1], c[2]
-	// ids with a claim window of 50 ms, so that a lapse takes little time.
-	id := func(name string) string { return name + ".50" }
-	// attempt runs obtain.lua for waiter name ("" for no waiter), later
-	// or first; it reports whether it obtained.
-	attempt := func(name string, later bool) bool {
-		t.Helper()
-		keys, args := []string{key}, []any{name, "", 60000, "0"}
-		if name != "" {
-			mode := "1"
-			if later {
-				mode = "0"
-			}
-			keys = append(keys, line, alive)
-			args = append(args, id(name), handoff.RegistrationArg, mode)
+	return &lineHarness{t: t, ctx: context.Background(), rdb: srv.Client(t), key: key, c: c, line: c[1], alive: c[2]}
+}
+
+func (h *lineHarness) id(name string) string { return name + ".50" }
+
+// attempt runs obtain.lua for waiter name ("" for no waiter), later or
+// first; it reports whether it obtained.
+func (h *lineHarness) attempt(name string, later bool) bool {
+	h.t.Helper()
+	keys, args := []string{h.key}, []any{name, "", 60000, "0"}
+	if name != "" {
+		mode := "1"
+		if later {
+			mode = "0"
 		}
-		v, err := obtainScript.Run(ctx, rdb, keys, args...).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, ok := v.(int64)
-		return ok && n != obtainHeld
+		keys = append(keys, h.line, h.alive)
+		args = append(args, h.id(name), handoff.RegistrationArg, mode)
 	}
-	release := func(token string) {
-		t.Helper()
-		if err := releaseScript.Run(ctx, rdb, c, token).Err(); err != nil {
-			t.Fatal(err)
-		}
+	v, err := obtainScript.Run(h.ctx, h.rdb, keys, args...).Result()
+	if err != nil {
+		h.t.Fatal(err)
 	}
-	// granted reports whether a grant waits on name's grant list.
-	granted := func(name string) bool {
-		return rdb.LLen(ctx, handoff.GrantList(line, id(name))).Val() > 0
+	n, ok := v.(int64)
+	return ok && n != obtainHeld
+}
+
+func (h *lineHarness) release(token string) {
+	h.t.Helper()
+	if err := releaseScript.Run(h.ctx, h.rdb, h.c, token).Err(); err != nil {
+		h.t.Fatal(err)
 	}
-	reservedFor := func(name string) bool {
-		v := rdb.Get(ctx, key).Val()
-		return strings.HasPrefix(v, strconv.Itoa(len(id(name))+1)+":~"+id(name)+":")
+}
+
+// granted reports whether a grant waits on name's grant list.
+func (h *lineHarness) granted(name string) bool {
+	return h.rdb.LLen(h.ctx, handoff.GrantList(h.line, h.id(name))).Val() > 0
+}
+
+func (h *lineHarness) reservedFor(name string) bool {
+	v := h.rdb.Get(h.ctx, h.key).Val()
+	return strings.HasPrefix(v, strconv.Itoa(len(h.id(name))+1)+":~"+h.id(name)+":")
+}
+
+// expired waits until the key is gone (a reservation's claim window, or a
+// PEXPIRE of the test's).
+func (h *lineHarness) expired() {
+	for h.rdb.Exists(h.ctx, h.key).Val() == 1 {
+		time.Sleep(time.Millisecond)
 	}
+}
+
+func TestLineScripts(t *testing.T) {
+	h := newLineHarness(t)
+	ctx, rdb, key, c, line, alive := h.ctx, h.rdb, h.key, h.c, h.line, h.alive
+	id, attempt, release, granted, reservedFor := h.id, h.attempt, h.release, h.granted, h.reservedFor
 
 	if !attempt("h", false) {
 		t.Fatal("h did not obtain the free key")
@@ -263,5 +291,75 @@ func TestLineScripts(t *testing.T) {
 		if ttl := rdb.PTTL(ctx, k).Val(); ttl == -1 {
 			t.Errorf("%s has no expiry", k)
 		}
+	}
+}
+
+// A process whose waiter lets a grant lapse is passed over: its other
+// waiters keep their places but are not granted while the tombstone lasts,
+// so that a dead process with k waiters in line costs one claim window,
+// not k (docs/waiting.md, "The line"). Before, the handover after the
+// lapse reserved the key for p's next waiter B, and C waited another
+// claim window.
+func TestLineScriptsStoppedProcess(t *testing.T) {
+	h := newLineHarness(t)
+	if !h.attempt("h", false) {
+		t.Fatal("h did not obtain the free key")
+	}
+	// p-A and p-B are waiters of process p, q-C of process q.
+	for _, name := range []string{"p-A", "p-B", "q-C"} {
+		if h.attempt(name, false) {
+			t.Fatalf("%s obtained a held key", name)
+		}
+	}
+	h.release("h")
+	if !h.reservedFor("p-A") || !h.granted("p-A") {
+		t.Fatalf("after h's release the key is %q, want it reserved for p-A", h.rdb.Get(h.ctx, h.key).Val())
+	}
+	// p stops: p-A does not answer, its reservation expires.
+	h.expired()
+	if !h.attempt("q-C", true) {
+		t.Fatalf("q-C did not take the key that p-A left to expire (the key is %q): p-B, of the same process, was served", h.rdb.Get(h.ctx, h.key).Val())
+	}
+	if h.granted("p-B") {
+		t.Error("p-B was granted the key after p-A let its grant lapse")
+	}
+	// p-B keeps its place, and p-A is a tombstone.
+	for _, name := range []string{"p-A", "p-B"} {
+		if err := h.rdb.ZScore(h.ctx, h.line, h.id(name)).Err(); err != nil {
+			t.Errorf("%s is out of the line: %v", name, err)
+		}
+	}
+	// q-C releases while the tombstone lasts: p-B is passed over, and the
+	// key is deleted; p-B's own attempt then takes it, as the first live
+	// waiter of a process that answers is no one ahead of it.
+	h.release("q-C")
+	if h.reservedFor("p-B") || h.granted("p-B") {
+		t.Fatal("p-B was granted the key while p's tombstone lasts")
+	}
+	if !h.attempt("p-B", true) {
+		t.Fatalf("p-B did not take the free key (the key is %q)", h.rdb.Get(h.ctx, h.key).Val())
+	}
+	// p-A answers late: registered again at its place, it is served by
+	// p-B's release, and with that p's waiters are granted again.
+	if h.attempt("p-A", true) {
+		t.Fatal("p-A obtained a held key")
+	}
+	h.release("p-B")
+	if !h.reservedFor("p-A") || !h.attempt("p-A", true) {
+		t.Fatalf("after p-B's release the key is %q, want p-A served", h.rdb.Get(h.ctx, h.key).Val())
+	}
+	h.release("p-A")
+}
+
+// The tombstone lasts the registration's life: handover.lua's TOMBSTONE is
+// internal/handoff's Registration.
+func TestTombstoneIsRegistrationLife(t *testing.T) {
+	src, err := luaFiles.ReadFile("lua/handover.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "local TOMBSTONE = " + strconv.FormatInt(handoff.Registration.Milliseconds(), 10) + "\n"
+	if !strings.Contains(string(src), want) {
+		t.Errorf("lua/handover.lua does not say %q", want)
 	}
 }

@@ -10,13 +10,17 @@
 --   alive  a sorted set: waiter id -> when its registration lapses (ms). A
 --          score s > now: live and waiting; s < -now: live and served (a
 --          grant is out for it until -s, its claim window); s in
---          [-now, now]: lapsed.
+--          [-now, now]: lapsed. A lapsed grant (s in [-now, 0)) of a
+--          waiter with a process tag is a tombstone for TOMBSTONE ms
+--          after the grant lapsed (s < TOMBSTONE - now): see oldest().
 -- and each waiter a grant list, line .. ":" .. id (same slot), which the
 -- waiter blocks on (BLPOP): a handover pushes one element on it, with the
 -- waiter's claim window as its TTL.
 --
 -- A waiter id ends with "." and its claim window in ms ("<random>.500");
--- claim() reads it. A key handed over becomes a reservation for the waiter,
+-- claim() reads it. A waiter's id starts with its process's tag and "-"
+-- ("<process>-<random>.500"); a releaser's own registration has none.
+-- process() reads it. A key handed over becomes a reservation for the waiter,
 -- the lock value of the token "~<id>" (lib.lua's owner()) with fence "0"
 -- and no metadata, expiring after the claim window: every client sees the
 -- key held, and only that waiter's attempt takes it.
@@ -48,6 +52,17 @@ local function claim(id)
   return tonumber(string.match(id, "%.(%d+)$")) or 500
 end
 
+-- process(id) returns the process tag of waiter id, nil when it has none.
+local function process(id)
+  return string.match(id, "^([^-]+)%-")
+end
+
+-- TOMBSTONE is how long (ms) a grant that lapsed unanswered passes the
+-- other waiters of its process over: the registration's life
+-- (internal/handoff's Registration), after which every registration made
+-- before the grant has lapsed or been renewed by an attempt.
+local TOMBSTONE = 3000
+
 -- reserved_for(id) returns the value of a key reserved for waiter id.
 local function reserved_for(id)
   return owner("~" .. id) .. "0:"
@@ -69,10 +84,10 @@ end
 local function waiting(line, alive, id, now, life, lapse)
   local t = clock_time()
   if redis.call("ZADD", line, "NX", t[1] * 1000000 + t[2], id) == 1 then
-    -- A new arrival drops some lapsed registrations (lapse in [-now,
-    -- now]), so that waiters that die while no handover runs do not make
-    -- the line grow.
-    local dead = redis.call("ZRANGEBYSCORE", alive, -now, now, "LIMIT", 0, 16)
+    -- A new arrival drops some lapsed registrations (lapse in
+    -- [TOMBSTONE - now, now]: not the tombstones), so that waiters that
+    -- die while no handover runs do not make the line grow.
+    local dead = redis.call("ZRANGEBYSCORE", alive, TOMBSTONE - now, now, "LIMIT", 0, 16)
     if dead[1] then gone(line, alive, unpack(dead)) end
   end
   redis.call("ZADD", alive, now + (lapse or life), id)
@@ -83,12 +98,16 @@ end
 -- oldest(line, alive, now, after) returns the id of the live registration
 -- not yet served that arrived first (strictly after the arrival time
 -- after, when given), and its arrival; nil when there is none. Lapsed
--- registrations met on the way are dropped. It reads the line four at a
--- time, at most 64 entries; usually the first is the one (one ZSCORE).
+-- registrations met on the way are dropped, but tombstones: a tombstone
+-- stays, and the live registrations of its process after it are passed
+-- over, kept in place (docs/waiting.md, "The line"). It reads the line
+-- four at a time, at most 64 entries; usually the first is the one (one
+-- ZSCORE).
 local function oldest(line, alive, now, after)
   local lo = 0
   if after then lo = "(" .. after end
   local skip = 0
+  local stopped = {} -- the process tags of the tombstones read
   for _ = 1, 16 do
     local got = redis.call("ZRANGEBYSCORE", line, lo, "+inf", "WITHSCORES", "LIMIT", skip, 4)
     if not got[1] then return nil end
@@ -96,11 +115,21 @@ local function oldest(line, alive, now, after)
     for i = 1, #got, 2 do
       local id = got[i]
       local s = tonumber(redis.call("ZSCORE", alive, id))
-      if s and s > now then
+      local p = process(id)
+      if s and s > now and not (p and stopped[p]) then
         if dead[1] then gone(line, alive, unpack(dead)) end
         return id, got[i + 1]
       end
-      if not s or s >= -now then dead[#dead + 1] = id else seen = seen + 1 end
+      if p and s and s >= -now and s < TOMBSTONE - now then
+        stopped[p] = true
+        seen = seen + 1
+      elseif s and s > now then
+        seen = seen + 1
+      elseif not s or s >= -now then
+        dead[#dead + 1] = id
+      else
+        seen = seen + 1
+      end
     end
     if dead[1] then gone(line, alive, unpack(dead)) end
     -- What is left of this window is served and live: read past it.

@@ -95,13 +95,20 @@ end
 -- does not answer its wake-up within it no longer holds writers back. A
 -- polling reader keeps its registration's expiry. Lapsed registrations are
 -- dropped.
+-- rw_waiter reports whether a reader of RQ is a waiter id (NewID's
+-- "<random>.<ms>", or a waiter's "<process>-<random>.<ms>"), not a
+-- polling reader's token.
+local function rw_waiter(id)
+  return string.match(id, "^[A-Z2-7]+%.%d+$") or string.match(id, "^[A-Z2-7]+%-[A-Z2-7]+%.%d+$")
+end
+
 local function rw_admit(rq, now)
   local n = rw_ms(now)
   redis.call("ZREMRANGEBYSCORE", rq, "-" .. n, n)
   local p = redis.call("ZRANGEBYSCORE", rq, "(" .. n, "+inf", "WITHSCORES")
   for i = 1, #p, 2 do
     local e = tonumber(p[i + 1])
-    if string.match(p[i], "^[A-Z2-7]+%.%d+$") then e = math.min(e, now + claim(p[i])) end
+    if rw_waiter(p[i]) then e = math.min(e, now + claim(p[i])) end
     redis.call("ZADD", rq, rw_ms(-e), p[i])
   end
 end
@@ -112,7 +119,7 @@ end
 local function rw_wake(rq, lo, hi)
   local ids = redis.call("ZRANGEBYSCORE", rq, lo, hi, "LIMIT", 0, 128)
   for _, id in ipairs(ids) do
-    if string.match(id, "^[A-Z2-7]+%.%d+$") then
+    if rw_waiter(id) then
       local list = rq .. ":" .. id
       redis.call("RPUSH", list, "1")
       redis.call("PEXPIRE", list, claim(id))

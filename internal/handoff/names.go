@@ -100,13 +100,28 @@ func GrantList(line, id string) string { return line + ":" + id }
 // within min(Claim, its TTL), or the key goes on (docs/waiting.md).
 const Claim = 500 * time.Millisecond
 
-// NewID returns a new waiter id for a wait whose lock lasts ttl: random
-// text, ".", and its claim window in milliseconds (min([Claim], ttl), at
-// least 1), which the scripts read from it (lua/handover.lua's claim()).
-func NewID(ttl time.Duration) string {
-	ms := max(min(Claim, ttl).Milliseconds(), 1)
-	return rand.Text() + "." + strconv.FormatInt(ms, 10)
+// NewID returns a new waiter id for a wait whose lock lasts ttl, of no
+// process: random text, ".", and its claim window in milliseconds
+// (min([Claim], ttl), at least 1), which the scripts read from it
+// (lua/handover.lua's claim()). A releaser registers its next wait with
+// one.
+func NewID(ttl time.Duration) string { return newID("", ttl) }
+
+// newID is NewID for a waiter of the process whose tag is process:
+// "<process>-<random>.<ms>", so that a grant of the process that lapses
+// passes its other waiters over for a while (lua/handover.lua's
+// tombstones, docs/waiting.md).
+func newID(process string, ttl time.Duration) string {
+	ms := strconv.FormatInt(max(min(Claim, ttl).Milliseconds(), 1), 10)
+	if process == "" {
+		return rand.Text() + "." + ms
+	}
+	return process + "-" + rand.Text()[:16] + "." + ms
 }
+
+// newProcessTag returns a new process tag: 10 characters of random text
+// (50 bits), without "-".
+func newProcessTag() string { return rand.Text()[:10] }
 
 // hasTag reports whether Redis Cluster hashes key by a hash tag.
 func hasTag(key string) bool { return keyslot.HasTag(key) }

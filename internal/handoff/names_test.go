@@ -68,6 +68,26 @@ func TestNewID(t *testing.T) {
 	if a, b := NewID(time.Minute), NewID(time.Minute); a == b {
 		t.Errorf("two ids alike: %q", a)
 	}
+	if id := NewID(time.Minute); strings.Contains(id, "-") {
+		t.Errorf("NewID = %q: a process tag (lua/handover.lua's process() reads up to the first -)", id)
+	}
+	// A waiter of a Registry: its process's tag, "-", random text, and the
+	// claim window; the tag has no "-" of its own.
+	r := NewRegistry()
+	if len(r.process) != 10 || strings.Contains(r.process, "-") {
+		t.Fatalf("process tag %q, want 10 characters without -", r.process)
+	}
+	if other := NewRegistry(); other.process == r.process {
+		t.Errorf("two Registries share the tag %q", r.process)
+	}
+	id := newID(r.process, 200*time.Millisecond)
+	tag, rest, ok := strings.Cut(id, "-")
+	if !ok || tag != r.process || !strings.HasSuffix(rest, ".200") || len(rest) != 16+len(".200") {
+		t.Errorf("newID = %q, want %q, 16 characters of random text, and .200", id, r.process+"-")
+	}
+	if a, b := newID(r.process, time.Minute), newID(r.process, time.Minute); a == b {
+		t.Errorf("two ids alike: %q", a)
+	}
 }
 
 // No two lock keys share a companion, however their braces fall.

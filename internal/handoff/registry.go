@@ -23,6 +23,8 @@ import (
 // one go-redis client (New is cheap and often called per use) share it
 // too, and the limit on blocking connections holds per go-redis client.
 type Registry struct {
+	process string // the tag of its waiters' ids (newID)
+
 	mu      sync.Mutex
 	groups  map[groupKey]*group
 	clients map[redis.Scripter]*clientState
@@ -40,8 +42,9 @@ type tickReading struct {
 // goroutine waits; a client's entry is dropped when its last wait ends.
 var Default = NewRegistry()
 
-// NewRegistry returns an empty Registry.
-func NewRegistry() *Registry { return &Registry{} }
+// NewRegistry returns an empty Registry, whose waiters' ids carry a tag
+// of their own.
+func NewRegistry() *Registry { return &Registry{process: newProcessTag()} }
 
 // groupKey identifies a group: a client, compared as an interface value,
 // and a line.

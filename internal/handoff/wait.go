@@ -228,7 +228,7 @@ func (r *Registry) newWait(req *Request) *wait {
 	w.m = &w.mem
 	id := req.ID
 	if id == "" {
-		id = NewID(req.TTL)
+		id = newID(r.process, req.TTL)
 	}
 	w.m.init(id)
 	return w
