@@ -107,7 +107,7 @@ local function oldest(line, alive, now, after)
   local lo = 0
   if after then lo = "(" .. after end
   local skip = 0
-  local stopped = {} -- the process tags of the tombstones read
+  local stopped -- the process tags of the tombstones read, when any
   for _ = 1, 16 do
     local got = redis.call("ZRANGEBYSCORE", line, lo, "+inf", "WITHSCORES", "LIMIT", skip, 4)
     if not got[1] then return nil end
@@ -115,15 +115,15 @@ local function oldest(line, alive, now, after)
     for i = 1, #got, 2 do
       local id = got[i]
       local s = tonumber(redis.call("ZSCORE", alive, id))
-      local p = process(id)
-      if s and s > now and not (p and stopped[p]) then
-        if dead[1] then gone(line, alive, unpack(dead)) end
-        return id, got[i + 1]
-      end
-      if p and s and s >= -now and s < TOMBSTONE - now then
-        stopped[p] = true
+      if s and s > now then
+        if not (stopped and stopped[process(id)]) then
+          if dead[1] then gone(line, alive, unpack(dead)) end
+          return id, got[i + 1]
+        end
         seen = seen + 1
-      elseif s and s > now then
+      elseif s and s >= -now and s < TOMBSTONE - now and process(id) then
+        stopped = stopped or {}
+        stopped[process(id)] = true
         seen = seen + 1
       elseif not s or s >= -now then
         dead[#dead + 1] = id
