@@ -123,13 +123,6 @@ func TestWaitForReleaseStrategy(t *testing.T) {
 	}
 }
 
-// The line, script by script on a real server (the blocks are read off
-// the grant lists): a release serves the waiter that arrived first however
-// often the others attempted since; a waiter granted the key that does not
-// attempt within its claim window is passed over, and keeps its place
-// once it attempts again; a later waiter that finds the key free hands it
-// to the one that arrived before it; a waiter that leaves passes on a key
-// reserved for it; and nothing is left behind.
 // lineHarness drives the scripts of the line one by one on one key, for
 // waiters named by the tests (ids with a claim window of 50 ms, so that a
 // lapse takes little time).
@@ -197,6 +190,13 @@ func (h *lineHarness) expired() {
 	}
 }
 
+// The line, script by script on a real server (the blocks are read off
+// the grant lists): a release serves the waiter that arrived first however
+// often the others attempted since; a waiter granted the key that does not
+// attempt within its claim window is passed over, and keeps its place
+// once it attempts again; a later waiter that finds the key free hands it
+// to the one that arrived before it; a waiter that leaves passes on a key
+// reserved for it; and nothing is left behind.
 func TestLineScripts(t *testing.T) {
 	h := newLineHarness(t)
 	ctx, rdb, key, c, line, alive := h.ctx, h.rdb, h.key, h.c, h.line, h.alive
@@ -225,9 +225,7 @@ func TestLineScripts(t *testing.T) {
 		t.Fatal("B took a key reserved for A")
 	}
 	// A does not answer within its claim window: the key expires with it.
-	for rdb.Exists(ctx, key).Val() == 1 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.expired()
 	// B's next attempt finds the key free, and A out of the line (its
 	// lapse ended with the window): B takes it.
 	if !attempt("B", true) {
@@ -248,9 +246,7 @@ func TestLineScripts(t *testing.T) {
 	// C's key expires without a release (C died holding it): A finds it
 	// free and takes it; no one else is in line.
 	rdb.PExpire(ctx, key, time.Millisecond)
-	for rdb.Exists(ctx, key).Val() == 1 {
-		time.Sleep(time.Millisecond)
-	}
+	h.expired()
 	// A first attempt takes a free key, as any Obtain does; its release
 	// serves A.
 	if !attempt("D", false) {
@@ -267,9 +263,7 @@ func TestLineScripts(t *testing.T) {
 		}
 	}
 	rdb.PExpire(ctx, key, time.Millisecond)
-	for rdb.Exists(ctx, key).Val() == 1 {
-		time.Sleep(time.Millisecond)
-	}
+	h.expired()
 	if attempt("F", true) {
 		t.Fatal("F took the free key ahead of E, which arrived first")
 	}

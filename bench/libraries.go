@@ -270,33 +270,14 @@ func (c rawConn) ObtainRelease(key string) func(context.Context) error {
 		if c.tokened {
 			return func(ctx context.Context) error {
 				l := newRawLock(keys)
-				n, err := rawFencedObtain.Run(ctx, c.rdb, l.keys, l.args[0], 60000).Int64()
-				if err != nil {
-					return err
-				} else if n == 0 {
-					return errors.New("fenced obtain: the key is held")
-				}
+				n, err := c.fencedPair(ctx, l.keys, l.args[0])
 				l.fence = n
-				if n, err := rawFencedRelease.Run(ctx, c.rdb, l.keys[:1], l.args[0]).Int64(); err != nil {
-					return fmt.Errorf("release: %w", err)
-				} else if n != 1 {
-					return fmt.Errorf("release: %d, want 1", n)
-				}
-				return nil
+				return err
 			}
 		}
 		return func(ctx context.Context) error {
-			if n, err := rawFencedObtain.Run(ctx, c.rdb, keys, rawToken, 60000).Int64(); err != nil {
-				return err
-			} else if n == 0 {
-				return errors.New("fenced obtain: the key is held")
-			}
-			if n, err := rawFencedRelease.Run(ctx, c.rdb, keys[:1], rawToken).Int64(); err != nil {
-				return fmt.Errorf("release: %w", err)
-			} else if n != 1 {
-				return fmt.Errorf("release: %d, want 1", n)
-			}
-			return nil
+			_, err := c.fencedPair(ctx, keys, rawToken)
+			return err
 		}
 	}
 	keys := []string{key}
@@ -311,6 +292,23 @@ func (c rawConn) ObtainRelease(key string) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// fencedPair obtains keys (the lock key, then its fence key) with
+// rawFencedObtain for token and releases them; it returns the fence.
+func (c rawConn) fencedPair(ctx context.Context, keys []string, token any) (int64, error) {
+	fence, err := rawFencedObtain.Run(ctx, c.rdb, keys, token, 60000).Int64()
+	if err != nil {
+		return 0, err
+	} else if fence == 0 {
+		return 0, errors.New("fenced obtain: the key is held")
+	}
+	if n, err := rawFencedRelease.Run(ctx, c.rdb, keys[:1], token).Int64(); err != nil {
+		return fence, fmt.Errorf("release: %w", err)
+	} else if n != 1 {
+		return fence, fmt.Errorf("release: %d, want 1", n)
+	}
+	return fence, nil
 }
 
 func (c rawConn) Hold(ctx context.Context, key string) (func(context.Context) error, error) {

@@ -121,14 +121,17 @@ local function oldest(line, alive, now, after)
           return id, got[i + 1]
         end
         seen = seen + 1
-      elseif s and s >= -now and s < TOMBSTONE - now and process(id) then
-        stopped = stopped or {}
-        stopped[process(id)] = true
-        seen = seen + 1
-      elseif not s or s >= -now then
-        dead[#dead + 1] = id
       else
-        seen = seen + 1
+        local p = s and s >= -now and s < TOMBSTONE - now and process(id)
+        if p then
+          stopped = stopped or {}
+          stopped[p] = true
+          seen = seen + 1
+        elseif not s or s >= -now then
+          dead[#dead + 1] = id
+        else
+          seen = seen + 1
+        end
       end
     end
     if dead[1] then gone(line, alive, unpack(dead)) end

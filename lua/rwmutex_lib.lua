@@ -88,13 +88,6 @@ local function rw_register(z, m, now, life, admitted)
   rw_extend(z, life)
 end
 
--- rw_admit turns the pending readers of RQ into admitted ones, called when
--- a writer takes or leaves the lock: the readers that waited behind it
--- enter right after it, before the next writer. A waiter's registration is
--- kept no longer than its claim window (handover.lua) from now: one that
--- does not answer its wake-up within it no longer holds writers back. A
--- polling reader keeps its registration's expiry. Lapsed registrations are
--- dropped.
 -- rw_waiter reports whether a reader of RQ is a waiter id (NewID's
 -- "<random>.<ms>", or a waiter's "<process>-<random>.<ms>"), not a
 -- polling reader's token.
@@ -102,6 +95,13 @@ local function rw_waiter(id)
   return string.match(id, "^[A-Z2-7]+%.%d+$") or string.match(id, "^[A-Z2-7]+%-[A-Z2-7]+%.%d+$")
 end
 
+-- rw_admit turns the pending readers of RQ into admitted ones, called when
+-- a writer takes or leaves the lock: the readers that waited behind it
+-- enter right after it, before the next writer. A waiter's registration is
+-- kept no longer than its claim window (handover.lua) from now: one that
+-- does not answer its wake-up within it no longer holds writers back. A
+-- polling reader keeps its registration's expiry. Lapsed registrations are
+-- dropped.
 local function rw_admit(rq, now)
   local n = rw_ms(now)
   redis.call("ZREMRANGEBYSCORE", rq, "-" .. n, n)
