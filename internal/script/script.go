@@ -9,11 +9,19 @@
 // one verb, whose header lists its KEYS, ARGV and replies. Lua compiles the
 // whole text once per server and caches it by its SHA-1.
 //
+// On the go-redis client types whose EvalSha only builds the command and
+// hands it to Process (*redis.Client, *redis.ClusterClient, *redis.Ring),
+// [Script.Run] builds the same command itself, with the hash boxed once,
+// and hands it to Process: the same command through the same hooks, with
+// fewer allocations. Any other Scripter (a wrapper of the caller's own)
+// has its EvalSha and Eval called.
+//
 // A Script is immutable after New and safe for concurrent use.
 package script
 
 import (
 	"context"
+	"encoding"
 	"errors"
 	"io/fs"
 	"strings"
@@ -25,13 +33,17 @@ import (
 type Script struct {
 	src string
 	s   *redis.Script
+	// hash and text are s's hash and src, boxed once (see send).
+	hash, text any
 }
 
 // New returns the script whose source is the concatenation of parts, in
 // order.
 func New(parts ...string) *Script {
 	src := strings.Join(parts, "\n")
-	return &Script{src: src, s: redis.NewScript(src)}
+	s := &Script{src: src, s: redis.NewScript(src)}
+	s.hash, s.text = s.s.Hash(), src
+	return s
 }
 
 // Files returns what makes a script of files of dir in fsys: of the files
@@ -59,7 +71,7 @@ func (s *Script) Hash() string { return s.s.Hash() }
 // it asks the client to reload its slot map (see [ReloadAfter]). The reply
 // or error is in the returned command, as go-redis gives it.
 func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	cmd := s.s.Run(ctx, c, keys, args...)
+	cmd := s.run(ctx, c, false, keys, args)
 	ReloadAfter(ctx, c, cmd.Err())
 	return cmd
 }
@@ -79,11 +91,82 @@ func (s *Script) Do(ctx context.Context, c redis.Scripter, ro bool, keys []strin
 // before 7.0), or an ACL that allows EVALSHA but not EVALSHA_RO, gets
 // [Script.Run] instead, one round trip later.
 func (s *Script) RunRO(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	cmd := s.s.RunRO(ctx, c, keys, args...)
+	cmd := s.run(ctx, c, true, keys, args)
 	if err := cmd.Err(); unknownCommand(err) || redis.HasErrorPrefix(err, "NOPERM") {
 		return s.Run(ctx, c, keys, args...)
 	}
 	ReloadAfter(ctx, c, cmd.Err())
+	return cmd
+}
+
+// processor is what sends a go-redis command: a client's Process, which
+// runs the client's hooks, its retries and, on a cluster, its routing.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// direct returns c as a processor when [Script.Run] may build the command
+// of EVALSHA itself: c is a go-redis client whose EvalSha builds that
+// command and hands it to its Process, and go-redis would take args as
+// they are (it spreads a single argument that is a slice, a map or a
+// struct). Otherwise nil: c's own EvalSha and Eval run.
+func direct(c redis.Scripter, args []any) processor {
+	if len(args) == 1 {
+		switch args[0].(type) {
+		case string, int64, int, encoding.BinaryMarshaler:
+		default:
+			return nil
+		}
+	}
+	switch c := c.(type) {
+	case *redis.Client:
+		return c
+	case *redis.ClusterClient:
+		return c
+	case *redis.Ring:
+		return c
+	}
+	return nil
+}
+
+// run runs the script as go-redis's Script.Run (ro: RunRO) does: EVALSHA,
+// then EVAL when the server answers NOSCRIPT; built here when c is
+// [direct].
+func (s *Script) run(ctx context.Context, c redis.Scripter, ro bool, keys []string, args []any) *redis.Cmd {
+	p := direct(c, args)
+	switch {
+	case p == nil && ro:
+		return s.s.RunRO(ctx, c, keys, args...)
+	case p == nil:
+		return s.s.Run(ctx, c, keys, args...)
+	}
+	// Constants: boxed without an allocation.
+	evalsha, eval := any("evalsha"), any("eval")
+	if ro {
+		evalsha, eval = "evalsha_ro", "eval_ro"
+	}
+	cmd := s.send(ctx, p, evalsha, s.hash, keys, args)
+	if IsNoScript(cmd.Err()) {
+		cmd = s.send(ctx, p, eval, s.text, keys, args)
+	}
+	return cmd
+}
+
+// send sends the command that go-redis's EvalSha (name "evalsha", head
+// the hash) or Eval (name "eval", head the source) builds, through p,
+// and returns it.
+func (s *Script) send(ctx context.Context, p processor, name, head any, keys []string, args []any) *redis.Cmd {
+	cmdArgs := make([]any, 3+len(keys)+len(args))
+	cmdArgs[0], cmdArgs[1], cmdArgs[2] = name, head, len(keys)
+	for i, key := range keys {
+		cmdArgs[3+i] = key
+	}
+	copy(cmdArgs[3+len(keys):], args)
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	_ = p.Process(ctx, cmd)
 	return cmd
 }
 
