@@ -3,6 +3,7 @@ package script_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -168,8 +169,13 @@ func TestRunAllocations(t *testing.T) {
 	if err := ours.Run(ctx, rdb, keys, "a", "b").Err(); err != nil {
 		t.Fatal(err)
 	}
-	got := testing.AllocsPerRun(200, func() { _ = ours.Run(ctx, rdb, keys, "a", "b") })
-	want := testing.AllocsPerRun(200, func() { _ = theirs.Run(ctx, rdb, keys, "a", "b") })
+	// The least of three counts each: another goroutine's allocations
+	// during a count (the harness's, under load) can only add to it.
+	got, want := math.Inf(1), math.Inf(1)
+	for range 3 {
+		got = min(got, testing.AllocsPerRun(100, func() { _ = ours.Run(ctx, rdb, keys, "a", "b") }))
+		want = min(want, testing.AllocsPerRun(100, func() { _ = theirs.Run(ctx, rdb, keys, "a", "b") }))
+	}
 	if got > want-1.5 {
 		t.Fatalf("Run: %.1f allocations, go-redis's Script.Run %.1f; want two fewer", got, want)
 	}
