@@ -33,7 +33,7 @@ import (
 type Script struct {
 	src string
 	s   *redis.Script
-	// hash and text are s's hash and src, boxed once (see send).
+	// hash and text are s's hash and src, boxed once (see run).
 	hash, text any
 }
 
@@ -145,9 +145,9 @@ func (s *Script) run(ctx context.Context, c redis.Scripter, ro bool, keys []stri
 	if ro {
 		evalsha, eval = "evalsha_ro", "eval_ro"
 	}
-	cmd := s.send(ctx, p, evalsha, s.hash, keys, args)
+	cmd := send(ctx, p, evalsha, s.hash, keys, args)
 	if IsNoScript(cmd.Err()) {
-		cmd = s.send(ctx, p, eval, s.text, keys, args)
+		cmd = send(ctx, p, eval, s.text, keys, args)
 	}
 	return cmd
 }
@@ -155,7 +155,7 @@ func (s *Script) run(ctx context.Context, c redis.Scripter, ro bool, keys []stri
 // send sends the command that go-redis's EvalSha (name "evalsha", head
 // the hash) or Eval (name "eval", head the source) builds, through p,
 // and returns it.
-func (s *Script) send(ctx context.Context, p processor, name, head any, keys []string, args []any) *redis.Cmd {
+func send(ctx context.Context, p processor, name, head any, keys []string, args []any) *redis.Cmd {
 	cmdArgs := make([]any, 3+len(keys)+len(args))
 	cmdArgs[0], cmdArgs[1], cmdArgs[2] = name, head, len(keys)
 	for i, key := range keys {
